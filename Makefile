@@ -1,0 +1,57 @@
+# Shardscope — `make run` serves the app, `make test` runs every test, `make bench` measures.
+# Each target installs what it needs into .venv and static/vendor first; a second run only
+# re-installs when pyproject.toml or package-lock.json changed.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test bench setup setup-test browser clean
+
+run: setup
+	HOST=$(HOST) PORT=$(PORT) $(VENV)/bin/shardscope serve
+
+setup: $(VENV)/.installed-app static/vendor/htmx.min.js
+
+setup-test: setup $(VENV)/.installed-test browser
+
+test: setup-test
+	$(PY) -m pytest
+
+bench: setup-test
+	@command -v wrk >/dev/null 2>&1 || $(SUDO) apt-get install -y wrk || ($(SUDO) apt-get update && $(SUDO) apt-get install -y wrk)
+	$(PY) -m bench.run
+
+$(VENV)/bin/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-app: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+# torch is pinned to 2.13.0: an unpinned torch would pull a multi-GB CUDA build.
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-app
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[verify,test]'
+	touch $@
+
+# htmx comes from the npm registry (package.json + package-lock.json), served from our origin.
+static/vendor/htmx.min.js: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	mkdir -p static/vendor
+	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
+
+# Browser tests drive Debian's Chromium; elsewhere tests fall back to Playwright's own browser.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    $(SUDO) apt-get install -y chromium fonts-dejavu-core || \
+	    ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium fonts-dejavu-core); \
+	  else echo "No /usr/bin/chromium: browser tests will use 'playwright install chromium'."; fi; \
+	fi
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor .pytest_cache .hypothesis

@@ -1,0 +1,47 @@
+"""The course: eleven chapters, in teaching order (DESIGN.md). Scenes attach themselves to a
+chapter by number; a chapter without a built scene is listed as upcoming, with its topics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chapter:
+    number: int
+    title: str
+    topics: tuple[str, ...]
+
+
+CHAPTERS: tuple[Chapter, ...] = (
+    Chapter(1, "Overview", (
+        "the training memory ledger", "the five parallelism strategies",
+        "rank, local rank, world size", "torchrun and NCCL set-up", "a first DDP script")),
+    Chapter(2, "Collective communication", (
+        "AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, All-to-All",
+        "ring and tree algorithms", "communication volume", "the α–β cost model")),
+    Chapter(3, "Optimizers", (
+        "what SGD, momentum and Adam/AdamW keep", "optimizer memory", "the basis of ZeRO")),
+    Chapter(4, "Data parallelism", (
+        "DP", "DDP: bucketed all-reduce overlapped with backward", "FSDP")),
+    Chapter(5, "ZeRO", (
+        "stages 1, 2 and 3", "their communication", "ZeRO-Offload and ZeRO-Infinity")),
+    Chapter(6, "Tensor parallelism", (
+        "Megatron column- and row-parallel linear layers", "where communication goes",
+        "sequence parallelism")),
+    Chapter(7, "Pipeline parallelism", (
+        "the bubble", "GPipe, 1F1B, interleaved and zero-bubble schedules")),
+    Chapter(8, "Mixed precision and memory tricks", (
+        "FP16, BF16, FP8", "loss scaling", "gradient accumulation", "activation checkpointing")),
+    Chapter(9, "Long context", (
+        "attention's O(s²)", "Ring Attention", "DeepSpeed-Ulysses", "Megatron context parallel")),
+    Chapter(10, "Mixture of experts", (
+        "router, capacity and load balancing", "expert-parallel All-to-All", "EP × DP × TP × PP")),
+    Chapter(11, "Putting it together", (
+        "the TP × PP × DP × EP × CP rank layout", "communication groups mapped onto nodes",
+        "choosing the best mix for a cluster")),
+)
+
+
+def chapter(number: int) -> Chapter:
+    return CHAPTERS[number - 1]

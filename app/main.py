@@ -1,0 +1,95 @@
+"""The application: ``create_app()`` mounts the course index, every scene, the verification
+jobs and the static files, behind headers that keep every request on this origin."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
+
+from app.course import CHAPTERS
+from app.routes import collective
+from app.routes.scenes import scene_router
+from app.routes.verify import verify_router
+from app.templating import STATIC, render
+from app.verify.jobs import JobRunner
+
+SCENES = (collective.SCENE,)
+"""Every built scene, in course order."""
+
+# Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not
+# be framed, except embed pages, which any site may frame.
+CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+       "script-src 'self'; connect-src 'self'; font-src 'self'; object-src 'none'; "
+       "base-uri 'self'; form-action 'self'; frame-src 'self'; ")
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware (cheaper than BaseHTTPMiddleware on the hot path)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        embed = scope["path"].startswith(("/embed/", "/svg/"))
+        ancestors = b"frame-ancestors *" if embed else b"frame-ancestors 'none'"
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((b"content-security-policy", CSP.encode() + ancestors))
+                headers.append((b"x-content-type-options", b"nosniff"))
+                headers.append((b"referrer-policy", b"same-origin"))
+                if not embed:
+                    headers.append((b"x-frame-options", b"DENY"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class CompressPages:
+    """gzip for pages and assets; /api answers stay uncompressed so they stay cheap."""
+
+    def __init__(self, app):
+        self.app = app
+        self.gzip = GZipMiddleware(app, minimum_size=1024, compresslevel=6)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and not scope["path"].startswith("/api/"):
+            return await self.gzip(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def create_app(runner: JobRunner | None = None) -> FastAPI:
+    runner = runner or JobRunner.from_environment()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        runner.shutdown()  # no worker outlives the server
+
+    app = FastAPI(title="Shardscope", docs_url="/api/docs", redoc_url=None,
+                  openapi_url="/api/openapi.json", lifespan=lifespan)
+    app.state.runner = runner
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", response_class=HTMLResponse)
+    def home(request: Request):
+        by_chapter = {}
+        for scene in SCENES:
+            by_chapter.setdefault(scene.chapter, []).append(scene)
+        return HTMLResponse(render("home.html", chapters=CHAPTERS, scenes=by_chapter,
+                                   embed=False, path="/"))
+
+    for scene in SCENES:
+        app.include_router(scene_router(scene))
+    app.include_router(verify_router(SCENES, runner))
+    app.add_middleware(CompressPages)
+    app.add_middleware(SecurityHeaders)
+    return app

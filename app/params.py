@@ -1,0 +1,168 @@
+"""Query parameters: one name, one range and one validator for each quantity (DESIGN principle 11).
+
+Every scene's params model is a frozen pydantic model built from the field types below, so a
+parameter that means the same thing in two scenes (``world``, ``dp``, ``tp``, ``hidden``,
+``intra_node_gbs`` …) is declared once and a scenario can flow from scene to scene with the same
+query string. Cross-field invariants live in each model's ``model_validator`` and raise
+:class:`Invalid` naming the parameter and the numbers involved
+(``count (10) must be divisible by world (4)``).
+
+:func:`parse` turns a query string into a params object or a list of :class:`Problem`, each
+with a message that names the parameter and its allowed range — the 422 body on ``/api`` and
+the inline message on pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, get_args, get_origin
+from urllib.parse import urlencode
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class SceneParams(BaseModel):
+    """Base of every scene's parameters: frozen, NaN and ∞ refused, unknown keys ignored (a
+    page URL may carry ``frame``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False,
+                              validate_default=True)
+
+    def query(self, **overrides: Any) -> str:
+        """The canonical query string of these params (every field, in declaration order)."""
+        values = {**self.model_dump(), **overrides}
+        return urlencode({k: _query_value(v) for k, v in values.items()})
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class Invalid(ValueError):
+    """A cross-field invariant failed: ``param`` is the parameter to change."""
+
+    def __init__(self, param: str, message: str):
+        super().__init__(message)
+        self.param = param
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Problem:
+    param: str
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"param": self.param, "message": self.message}
+
+
+class ParamsError(Exception):
+    def __init__(self, problems: list[Problem]):
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+    def to_dict(self) -> dict:
+        return {"detail": [p.to_dict() for p in self.problems], "message": str(self)}
+
+
+# --- shared field types ---------------------------------------------------------------------
+# Ranges are generous enough for real models and clusters and tight enough to bound the work.
+
+Seed = Annotated[int, Field(ge=0, le=2**31 - 1, description="seed of the random inputs")]
+World = Annotated[int, Field(ge=2, le=64, description="number of ranks in the group")]
+Rank = Annotated[int, Field(ge=0, le=63, description="a rank id")]
+Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
+
+AlphaUs = Annotated[float, Field(ge=0, le=1000, description="latency per message, µs")]
+IntraNodeGBs = Annotated[float, Field(ge=0.1, le=10000,
+                                      description="link bandwidth inside a node (NVLink), GB/s")]
+InterNodeGBs = Annotated[float, Field(ge=0.1, le=10000,
+                                      description="link bandwidth between nodes (InfiniBand), GB/s")]
+GpusPerNode = Annotated[int, Field(ge=1, le=64, description="GPUs in each node")]
+SizeBytes = Annotated[int, Field(ge=1, le=2**36, description="a message size in bytes")]
+
+# Model and parallelism sizes shared by the later chapters.
+Dp = Annotated[int, Field(ge=1, le=1024, description="data-parallel size")]
+Tp = Annotated[int, Field(ge=1, le=64, description="tensor-parallel size")]
+Pp = Annotated[int, Field(ge=1, le=64, description="pipeline-parallel size (stages)")]
+Layers = Annotated[int, Field(ge=1, le=512, description="transformer layers")]
+Hidden = Annotated[int, Field(ge=1, le=131072, description="hidden size h")]
+Heads = Annotated[int, Field(ge=1, le=512, description="attention heads a")]
+Ffn = Annotated[int, Field(ge=1, le=524288, description="MLP inner size")]
+Vocab = Annotated[int, Field(ge=1, le=1048576, description="vocabulary size V")]
+Seq = Annotated[int, Field(ge=1, le=1048576, description="sequence length s")]
+MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b")]
+
+
+# --- parsing with messages ------------------------------------------------------------------
+
+def parse(model: type[SceneParams], query: Mapping[str, str]) -> SceneParams:
+    """``model`` from a query mapping, or :class:`ParamsError` with one message per problem."""
+    try:
+        return model.model_validate(dict(query))
+    except ValidationError as error:
+        raise ParamsError(problems(model, error, query)) from None
+
+
+def problems(model: type[SceneParams], error: ValidationError,
+             query: Mapping[str, str]) -> list[Problem]:
+    out: list[Problem] = []
+    for item in error.errors():
+        cause = (item.get("ctx") or {}).get("error")
+        if isinstance(cause, Invalid):
+            out.append(Problem(cause.param, cause.message))
+            continue
+        name = str(item["loc"][0]) if item["loc"] else "query"
+        got = query.get(name, item.get("input"))
+        allowed = describe(model, name)
+        out.append(Problem(name, f"{name} must be {allowed} (got {got!r})"))
+    return out
+
+
+def describe(model: type[SceneParams], name: str) -> str:
+    """The allowed values of ``model.name`` in words: "an integer from 2 to 64"."""
+    field = model.model_fields.get(name)
+    if field is None:
+        return "a known parameter"
+    annotation = field.annotation
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(str(v) for v in get_args(annotation))
+    if annotation is bool:
+        return "true or false"
+    (low, strict_low), (high, strict_high) = _bounds(field)
+    kind = "an integer" if annotation is int else "a number"
+    if low is not None and high is not None:
+        if strict_low or strict_high:
+            return f"{kind} in {'(' if strict_low else '['}{low}, {high}{')' if strict_high else ']'}"
+        return f"{kind} from {low} to {high}"
+    if low is not None:
+        return f"{kind} {'>' if strict_low else '≥'} {low}"
+    if high is not None:
+        return f"{kind} {'<' if strict_high else '≤'} {high}"
+    return kind
+
+
+def field_range(model: type[SceneParams], name: str) -> tuple[float | None, float | None]:
+    """(low, high) bounds of a numeric field, for sliders."""
+    (low, _), (high, _) = _bounds(model.model_fields[name])
+    return low, high
+
+
+def _bounds(field) -> tuple[tuple[Any, bool], tuple[Any, bool]]:
+    """((low, strict), (high, strict)) from a field's ge/gt/le/lt constraints."""
+    low = high = (None, False)
+    for meta in field.metadata:
+        for attr, strict, is_low in (("ge", False, True), ("gt", True, True),
+                                     ("le", False, False), ("lt", True, False)):
+            value = getattr(meta, attr, None)
+            if value is not None:
+                if is_low:
+                    low = (value, strict)
+                else:
+                    high = (value, strict)
+    return low, high

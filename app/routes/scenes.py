@@ -1,0 +1,110 @@
+"""The four endpoints every scene has, built from its :class:`app.scene.Scene`.
+
+    GET /{slug}         the page; with HX-Request only its block "stage" (what htmx swaps)
+    GET /embed/{slug}   the deck and player without site chrome, frameable from any origin
+    GET /api/{slug}     the trace as JSON (DESIGN.md's contract)
+    GET /svg/{slug}     one frame (``frame``) as a standalone SVG file
+
+Handlers only parse, call and render. Bad input is a 422 everywhere: JSON on /api and /svg, the
+page with an inline message (which htmx is configured to swap) on pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.params import ParamsError, Problem, parse
+from app.scene import Scene, json_of, trace_of
+from app.templating import render
+
+JSON = "application/json"
+
+
+def parse_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
+    raw = query.get("frame")
+    if raw is None or raw == "":
+        return default
+    try:
+        frame = int(raw)
+    except ValueError:
+        frame = -1
+    if not 0 <= frame < frames:
+        raise ParamsError([Problem("frame", f"frame must be an integer from 0 to {frames - 1} "
+                                            f"(got {raw!r})")])
+    return frame
+
+
+def json_error(error: ParamsError) -> Response:
+    return Response(orjson.dumps(error.to_dict()), status_code=422, media_type=JSON)
+
+
+def is_fragment(request: Request) -> bool:
+    return (request.headers.get("HX-Request") == "true"
+            and request.headers.get("HX-History-Restore-Request") != "true")
+
+
+def scene_router(scene: Scene) -> APIRouter:
+    router = APIRouter()
+
+    def context(request: Request, embed: bool) -> tuple[dict, int]:
+        """Template context for the page; on bad input the raw values and the problems."""
+        query = request.query_params
+        base = {"scene": scene, "embed": embed, "path": request.url.path,
+                "query": str(query), **scene.form()}
+        try:
+            params = parse(scene.params, query)
+            trace = trace_of(scene, params)
+            frame = parse_frame(query, scene.frame_count(trace))
+        except ParamsError as error:
+            values = {**_defaults(scene), **dict(query)}
+            return {**base, "params": None, "values": values, "trace": None,
+                    "problems": error.problems, "frame": 0}, 422
+        extra = ({"verify_info": request.app.state.runner.info(scene.verify, params)}
+                 if scene.verify is not None else {})
+        return {**base, "params": params, "values": params.model_dump(), "trace": trace,
+                "problems": [], "frame": frame, **extra,
+                **scene.view(params, trace, frame)}, 200
+
+    @router.get(f"/{scene.slug}", response_class=HTMLResponse)
+    def page(request: Request):
+        ctx, status = context(request, embed=False)
+        block = "stage" if is_fragment(request) else None
+        return HTMLResponse(render(scene.template, block, **ctx), status_code=status,
+                            headers={"Vary": "HX-Request"})
+
+    @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse)
+    def embed(request: Request):
+        ctx, status = context(request, embed=True)
+        return HTMLResponse(render(scene.template, **ctx), status_code=status)
+
+    @router.get(f"/api/{scene.slug}")
+    def api(request: Request):
+        try:
+            params = parse(scene.params, request.query_params)
+        except ParamsError as error:
+            return json_error(error)
+        return Response(json_of(scene, params), media_type=JSON)
+
+    @router.get(f"/svg/{scene.slug}")
+    def svg(request: Request):
+        try:
+            params = parse(scene.params, request.query_params)
+            trace = trace_of(scene, params)
+            frame = parse_frame(request.query_params, scene.frame_count(trace))
+        except ParamsError as error:
+            return json_error(error)
+        body = render(scene.svg_template, **scene.export(params, trace, frame))
+        name = f"shardscope-{scene.slug}-frame{frame}.svg"
+        return Response(body, media_type="image/svg+xml",
+                        headers={"Content-Disposition": f'inline; filename="{name}"'})
+
+    return router
+
+
+def _defaults(scene: Scene) -> dict:
+    """Each field's default, for refilling the controls when the query is invalid."""
+    return {name: field.default for name, field in scene.params.model_fields.items()}

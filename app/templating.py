@@ -1,0 +1,64 @@
+"""The Jinja environment: templates/, shared filters, and block rendering for htmx fragments.
+
+A page template renders whole for a normal request and only its named block (``stage``) for an
+htmx request, with jinja2-fragments, so one template serves both (DESIGN principle 6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2_fragments import render_block
+from markupsafe import Markup
+
+from app.views.plot import human_bytes, human_time_us
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+STATIC = ROOT / "static"
+
+
+@lru_cache(maxsize=1)
+def asset_version() -> str:
+    """A hash of the static files, appended to their URLs so browsers refetch after a change."""
+    digest = hashlib.sha256()
+    for path in sorted(STATIC.rglob("*")):
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(
+        enabled_extensions=("html", "svg")), undefined=StrictUndefined, trim_blocks=True,
+        lstrip_blocks=True, auto_reload=False)
+    env.filters["bytes"] = human_bytes
+    env.filters["time_us"] = human_time_us
+    env.filters["num"] = lambda v, digits=3: f"{v:.{digits}g}"
+    env.globals["asset_version"] = asset_version()
+    env.globals["deck_style"] = deck_style
+    return env
+
+
+PAGE_COLOURS = {"bg": "var(--svg-bg)", "ink": "var(--ink)", "muted": "var(--muted)",
+                "line": "var(--line)", "empty": "var(--empty)",
+                "cell_stroke": "var(--cell-stroke, 2.5px)"}
+LIGHT_COLOURS = {"bg": "#ffffff", "ink": "#1a1a1a", "muted": "#555c66", "line": "#c4c9d0",
+                 "empty": "#8a939e", "cell_stroke": "2.5px"}
+
+
+@lru_cache(maxsize=4)
+def deck_style(standalone: bool) -> Markup:
+    """The decks' CSS: theme variables for pages, fixed light colours for exported files."""
+    colours = LIGHT_COLOURS if standalone else PAGE_COLOURS
+    return Markup(render("_partials/deck_style.css", c=colours))
+
+
+def render(template: str, block: str | None = None, **context) -> str:
+    if block is None:
+        return environment().get_template(template).render(**context)
+    return render_block(environment(), template, block, **context)

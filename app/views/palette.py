@@ -1,0 +1,73 @@
+"""Colours that every scene shares: one colour per rank that colour-blind viewers can tell apart.
+
+Up to eight ranks use the Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), chosen
+so that protanopes, deuteranopes and tritanopes can tell every pair apart; the order puts
+contrasting hues next to each other, since ring neighbours are drawn side by side. Beyond eight
+ranks no palette keeps every rank distinct, so ranks take their position on viridis (van der
+Walt & Smith 2015), which stays ordered and readable for colour-blind viewers, and every drawing
+also labels ranks by number.
+"""
+
+from __future__ import annotations
+
+OKABE_ITO: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#999999",  # grey (Okabe–Ito's black, lightened so black text stays readable on it)
+)
+
+# viridis sampled at nine evenly spaced points (matplotlib's _viridis_data)
+VIRIDIS: tuple[str, ...] = ("#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
+                            "#28ae80", "#5ec962", "#addc30", "#fde725")
+
+# sequential blues for "sum of k of n ranks" when n is too large for stripes (ColorBrewer Blues)
+BLUES: tuple[str, ...] = ("#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5",
+                          "#08519c", "#08306b")
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def _mix(a: str, b: str, t: float) -> str:
+    (r1, g1, b1), (r2, g2, b2) = _rgb(a), _rgb(b)
+    return "#{:02x}{:02x}{:02x}".format(round(r1 + (r2 - r1) * t), round(g1 + (g2 - g1) * t),
+                                        round(b1 + (b2 - b1) * t))
+
+
+def ramp(stops: tuple[str, ...], t: float) -> str:
+    """The colour at ``t`` ∈ [0, 1] along evenly spaced ``stops``."""
+    t = min(max(t, 0.0), 1.0) * (len(stops) - 1)
+    i = min(int(t), len(stops) - 2)
+    return _mix(stops[i], stops[i + 1], t - i)
+
+
+def rank_colour(rank: int, world: int) -> str:
+    if world <= len(OKABE_ITO):
+        return OKABE_ITO[rank]
+    return ramp(VIRIDIS, rank / (world - 1))
+
+
+def rank_colours(world: int) -> list[str]:
+    return [rank_colour(r, world) for r in range(world)]
+
+
+def text_on(colour: str) -> str:
+    """Black or white, whichever reads better on ``colour`` (WCAG relative luminance)."""
+    def channel(c: int) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(c) for c in _rgb(colour))
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#000000" if luminance > 0.179 else "#ffffff"
+
+
+SERIES: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+"""Line colours for plots with a few series (Okabe–Ito, most distinct first)."""
+DASHES: tuple[str, ...] = ("", "8 4", "2 4", "10 3 2 3", "4 4", "1 3")
+"""Dash patterns paired with SERIES, so lines differ in more than colour."""

@@ -1,0 +1,154 @@
+// The frame player: play, pause, step, scrub, speed, keyboard; animates what moves in a step.
+//
+// A deck is an <svg class="deck"> whose <g class="frame" data-frame="k"> groups are layers:
+// frame 0 holds the starting state, frame k what step k changed. Showing groups 0…k shows the
+// state after step k. The current group also shows its arrows (class "only-current").
+// Changed cells carry data-dx/data-dy, the offset of the cell their data came from: they fly in
+// from there. Every player re-initialises after an htmx swap.
+(function () {
+  "use strict";
+  var BASE_MS = 1400;                       // one step at 1× speed
+  var reduceMotion = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  var active = null;                        // the player the keyboard drives
+
+  function Player(root) {
+    this.root = root;
+    this.frames = parseInt(root.dataset.frames, 10);
+    this.groups = Array.prototype.slice.call(root.querySelectorAll("svg.deck g.frame"));
+    this.captions = Array.prototype.slice.call(root.querySelectorAll("[data-captions] > li"));
+    this.scrub = root.querySelector("[data-scrub]");
+    this.position = root.querySelector("[data-k]");
+    this.speedSelect = root.querySelector("[data-speed]");
+    this.playButton = root.querySelector('[data-act="play"]');
+    this.k = parseInt(root.dataset.current || "0", 10);
+    this.timer = null;
+    this.animations = [];
+    var self = this;
+    root.querySelectorAll("[data-act]").forEach(function (button) {
+      button.addEventListener("click", function () { self.act(button.dataset.act); });
+    });
+    if (this.scrub) {
+      this.scrub.addEventListener("input", function () { self.pause(); self.show(parseInt(self.scrub.value, 10), false); });
+    }
+    root.addEventListener("pointerdown", function () { active = self; });
+    root.addEventListener("focusin", function () { active = self; });
+    this.show(this.k, false);
+  }
+
+  Player.prototype.speed = function () {
+    return this.speedSelect ? parseFloat(this.speedSelect.value) || 1 : 1;
+  };
+
+  Player.prototype.act = function (what) {
+    if (what === "play") return this.playing() ? this.pause() : this.play();
+    this.pause();
+    if (what === "first") this.show(0, false);
+    if (what === "last") this.show(this.frames - 1, false);
+    if (what === "prev") this.show(this.k - 1, false);
+    if (what === "next") this.show(this.k + 1, true);
+  };
+
+  Player.prototype.playing = function () { return this.timer !== null; };
+
+  Player.prototype.play = function () {
+    var self = this;
+    if (this.k >= this.frames - 1) this.show(0, false);
+    this.root.classList.add("playing");
+    if (this.playButton) this.playButton.setAttribute("aria-label", "Pause");
+    var tick = function () {
+      if (self.k >= self.frames - 1) return self.pause();
+      self.show(self.k + 1, true);
+      self.timer = window.setTimeout(tick, BASE_MS / self.speed());
+    };
+    this.timer = window.setTimeout(tick, 250);
+  };
+
+  Player.prototype.pause = function () {
+    if (this.timer !== null) window.clearTimeout(this.timer);
+    this.timer = null;
+    this.root.classList.remove("playing");
+    if (this.playButton) this.playButton.setAttribute("aria-label", "Play");
+  };
+
+  Player.prototype.show = function (k, animate) {
+    k = Math.max(0, Math.min(this.frames - 1, k));
+    this.k = k;
+    this.animations.forEach(function (a) { a.cancel(); });
+    this.animations = [];
+    this.groups.forEach(function (g) {
+      var index = parseInt(g.dataset.frame, 10);
+      if (index > k) g.setAttribute("display", "none"); else g.removeAttribute("display");
+      g.classList.toggle("current", index === k);
+    });
+    this.captions.forEach(function (li) { li.hidden = parseInt(li.dataset.frame, 10) !== k; });
+    if (this.scrub) this.scrub.value = String(k);
+    if (this.position) this.position.textContent = String(k);
+    this.updateLinks(k);
+    if (animate && !reduceMotion) this.animate(k);
+    this.root.dispatchEvent(new CustomEvent("player:frame", { detail: { frame: k }, bubbles: true }));
+  };
+
+  // Download link, embed snippet and the address bar all point at the frame on screen.
+  Player.prototype.updateLinks = function (k) {
+    var svg = this.root.dataset.svg;
+    var link = document.querySelector("[data-svg-link]");
+    if (svg && link) link.setAttribute("href", svg + "&frame=" + k);
+    if (this.root.closest("#stage") || document.body.classList.contains("embed")) {
+      var url = new URL(window.location.href);
+      if (k === 0) url.searchParams.delete("frame"); else url.searchParams.set("frame", String(k));
+      window.history.replaceState(window.history.state, "", url);
+    }
+  };
+
+  Player.prototype.animate = function (k) {
+    var group = this.groups[k];
+    if (!group || !group.animate) return;
+    var duration = Math.min(900, 0.6 * BASE_MS / this.speed());
+    var self = this;
+    group.querySelectorAll("[data-dx]").forEach(function (cell) {
+      var dx = parseFloat(cell.dataset.dx), dy = parseFloat(cell.dataset.dy);
+      self.animations.push(cell.animate(
+        [{ transform: "translate(" + dx + "px," + dy + "px)", opacity: 0.35 },
+         { transform: "translate(0px,0px)", opacity: 1 }],
+        { duration: duration, easing: "cubic-bezier(.3,.7,.3,1)" }));
+    });
+    group.querySelectorAll(".arrows .arrow").forEach(function (arrow) {
+      var path = arrow.querySelector("path");
+      if (!path || !path.getTotalLength) return;
+      var length = path.getTotalLength();
+      // the shaft grows from sender to receiver, then the head lands
+      if (!path.getAttribute("stroke-dasharray")) {
+        self.animations.push(path.animate(
+          [{ strokeDasharray: length + " " + length, strokeDashoffset: length },
+           { strokeDasharray: length + " " + length, strokeDashoffset: 0 }],
+          { duration: duration, easing: "ease-out" }));
+      }
+      var head = arrow.querySelector("polygon");
+      if (head) self.animations.push(head.animate([{ opacity: 0 }, { opacity: 0, offset: 0.8 }, { opacity: 1 }], { duration: duration }));
+    });
+  };
+
+  function init(scope) {
+    (scope || document).querySelectorAll("[data-player]").forEach(function (root) {
+      if (root.__player) return;
+      root.__player = new Player(root);
+      if (!active || !document.contains(active.root)) active = root.__player;
+    });
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (!active || !document.contains(active.root)) return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    var target = event.target;
+    var tag = target && target.tagName;
+    if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || (target && target.isContentEditable)) return;
+    if (document.querySelector("dialog[open]")) return;
+    var keys = { ArrowLeft: "prev", ArrowRight: "next", Home: "first", End: "last" };
+    if (keys[event.key]) { event.preventDefault(); active.act(keys[event.key]); }
+    else if (event.key === " " && tag !== "BUTTON" && tag !== "A") { event.preventDefault(); active.act("play"); }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () { init(document); });
+  document.addEventListener("htmx:load", function (event) { init(event.detail.elt); });
+  window.ShardscopePlayer = { init: init };
+})();

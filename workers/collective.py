@@ -1,0 +1,131 @@
+"""Run a collective for real and record it step by step.
+
+    torchrun --standalone --nproc-per-node 4 workers/collective.py --op all_reduce \
+        --algorithm ring --count 8 --seed 0 --out report.json
+
+Each rank (a) calls torch.distributed's own collective on the scene's inputs and (b) replays the
+scene's algorithm with real point-to-point sends and receives, one step of the schedule at a
+time, recording its work buffer after every step. Rank 0 writes both, with timings, as JSON.
+The inputs and the schedule come from the same code as the simulation
+(app.sim.collectives.make_inputs, app.sim.collective_schedules.build); the numbers that move are
+moved by gloo or NCCL. Elements run as float32: the inputs are integers 1–9, so every sum of up
+to 64 ranks is exact.
+"""
+
+from __future__ import annotations
+
+import time
+
+from common import arguments, finish, gather, median_us, start  # noqa: I001 (workers/ on path)
+
+import torch
+import torch.distributed as dist
+
+from app.sim.collective_schedules import ALGORITHMS, OPS, build
+from app.sim.collectives import make_inputs
+
+
+def torch_collective(op: str, x: torch.Tensor, world: int, root: int) -> torch.Tensor:
+    """torch.distributed's implementation, with the semantics of DESIGN.md's contract."""
+    if op == "all_reduce":
+        out = x.clone()
+        dist.all_reduce(out)
+    elif op == "reduce_scatter":
+        out = torch.empty(x.numel() // world, dtype=x.dtype, device=x.device)
+        dist.reduce_scatter_tensor(out, x.clone())
+    elif op == "all_gather":
+        out = torch.empty(x.numel() * world, dtype=x.dtype, device=x.device)
+        dist.all_gather_into_tensor(out, x)
+    elif op == "broadcast":
+        out = x.clone()
+        dist.broadcast(out, src=root)
+    elif op == "reduce":
+        out = x.clone()
+        dist.reduce(out, dst=root)
+    elif op == "all_to_all":
+        out = torch.empty_like(x)
+        dist.all_to_all_single(out, x.clone())
+    else:
+        raise ValueError(op)
+    return out
+
+
+def replay(schedule, rank: int, x: torch.Tensor, record: bool = True) -> list[list[float]]:
+    """Run ``schedule`` with isend/irecv. Every move of a step reads the buffers as they were
+    before the step: sends go out from a copy, receives land in scratch tensors and are applied
+    (added or copied) once the whole step has completed."""
+    lo, hi = schedule.layout.inputs[rank]
+    buffer = torch.zeros(schedule.layout.buffer_len, dtype=x.dtype, device=x.device)
+    buffer[lo:hi] = x
+    history = []
+    for step in schedule.steps:
+        before = buffer.clone()
+        ops, arrivals = [], []
+        for m in step.moves:
+            if m.local:
+                if m.src == rank:
+                    arrivals.append((m, before[m.src_lo:m.src_lo + m.length]))
+            elif m.src == rank:
+                ops.append(dist.P2POp(dist.isend, before[m.src_lo:m.src_lo + m.length].contiguous(),
+                                      m.dst))
+            elif m.dst == rank:
+                scratch = torch.empty(m.length, dtype=x.dtype, device=x.device)
+                ops.append(dist.P2POp(dist.irecv, scratch, m.src))
+                arrivals.append((m, scratch))
+        if ops:
+            for request in dist.batch_isend_irecv(ops):
+                request.wait()
+        for m, data in arrivals:
+            target = buffer[m.dst_lo:m.dst_lo + m.length]
+            if m.reduce:
+                target += data
+            else:
+                target.copy_(data)
+        if record:
+            history.append(buffer.cpu().tolist())
+    return history
+
+
+def main() -> None:
+    parser = arguments(__doc__.splitlines()[0])
+    parser.add_argument("--op", choices=OPS, required=True)
+    parser.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
+    parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--root", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=7, help="timed repetitions (median)")
+    args = parser.parse_args()
+    if args.hold_seconds:
+        time.sleep(args.hold_seconds)
+
+    rank, world, device, backend = start(args.backend)
+    schedule = build(args.op, args.algorithm, world, args.count, args.root)
+    inputs = make_inputs(args.op, world, args.count, args.seed)
+    x = torch.tensor(inputs[rank], dtype=torch.float32, device=device)
+
+    output = torch_collective(args.op, x, world, args.root)
+    history = replay(schedule, rank, x)
+    timing = {
+        "torch_us": median_us(lambda: torch_collective(args.op, x, world, args.root), device,
+                              args.repeats),
+        "replay_us": median_us(lambda: replay(schedule, rank, x, record=False), device,
+                               args.repeats),
+        "repeats": args.repeats,
+    }
+
+    outputs = gather(output.cpu().tolist(), rank, world)
+    histories = gather(history, rank, world)
+    report = None
+    if rank == 0:
+        report = {
+            "backend": backend, "world": world, "op": args.op, "algorithm": args.algorithm,
+            "count": args.count, "seed": args.seed, "root": args.root,
+            "torch_output": outputs,
+            "replay": [[histories[r][k] for r in range(world)] for k in range(len(schedule.steps))],
+            "timing": timing,
+        }
+    finish(report, rank, args.out)
+
+
+if __name__ == "__main__":
+    main()

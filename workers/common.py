@@ -1,0 +1,102 @@
+"""What every torchrun worker shares: process-group set-up, a guard against orphaned ranks,
+gathering results on rank 0, timing, and writing the JSON report.
+
+Workers run as ``torchrun [--standalone | --nnodes …] --nproc-per-node N workers/<scene>.py``.
+torchrun sets RANK, LOCAL_RANK and WORLD_SIZE; the backend is NCCL when CUDA devices are
+present (each rank on ``cuda:LOCAL_RANK``) and gloo otherwise, unless ``--backend`` says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # so `python workers/x.py` and torchrun find the app package
+    sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+
+def arguments(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                        help="auto: nccl when CUDA devices are present, else gloo")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="rank 0 writes the JSON report here (default: stdout)")
+    parser.add_argument("--hold-seconds", type=float, default=0.0,
+                        help="wait this long before starting (lets tests kill a live worker)")
+    return parser
+
+
+def start(backend: str) -> tuple[int, int, torch.device, str]:
+    """Join the process group. Returns (rank, world size, device, backend)."""
+    guard_parent()
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(backend)
+    return dist.get_rank(), dist.get_world_size(), device, backend
+
+
+def guard_parent() -> None:
+    """Exit if the launcher dies: torchrun starts each rank in a session of its own, so a killed
+    launcher would otherwise leave its ranks running."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(3)
+            time.sleep(0.25)
+
+    threading.Thread(target=watch, daemon=True, name="parent-guard").start()
+
+
+def gather(obj, rank: int, world: int) -> list | None:
+    """Every rank's ``obj`` on rank 0 (None elsewhere)."""
+    out = [None] * world if rank == 0 else None
+    dist.gather_object(obj, out, dst=0)
+    return out
+
+
+def median_us(fn, device: torch.device, repeats: int = 7, warmup: int = 2) -> float:
+    """Median wall time of ``fn()`` in µs, all ranks starting each repeat together."""
+    times = []
+    for i in range(warmup + repeats):
+        dist.barrier()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e6)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def finish(report: dict | None, rank: int, out: Path | None) -> None:
+    """Rank 0 writes the report; every rank leaves the process group."""
+    if rank == 0 and report is not None:
+        text = json.dumps(report)
+        if out is None:
+            print(text)
+        else:
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(out)  # the runner never reads half a report
+    dist.barrier()
+    dist.destroy_process_group()
