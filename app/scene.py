@@ -39,6 +39,8 @@ class Scene:
     """(params, trace, frame) → context of the standalone SVG of one frame"""
     verify: Any = None
     """an :class:`app.verify.jobs.Check`, or None when the scene has no real run"""
+    key_slider: str = ""
+    """the control a lecturer drags first; ``make bench`` times slider → repaint on it"""
 
     def frame_count(self, trace: Any) -> int:
         return len(trace.frames)

@@ -134,4 +134,5 @@ SCENE = Scene(
     svg_template="scenes/collective.svg",
     export=export_view,
     verify=CHECK,
+    key_slider="world",
 )
