@@ -86,10 +86,37 @@ def replay(schedule, rank: int, x: torch.Tensor, record: bool = True) -> list[li
     return history
 
 
+def run_case(op: str, algorithm: str, count: int, seed: int, root: int, rank: int, world: int,
+             device: torch.device, repeats: int) -> dict | None:
+    """One collective: torch's result, the replay's buffers after every step, timings.
+    Returns the case's report on rank 0 (None elsewhere)."""
+    schedule = build(op, algorithm, world, count, root)
+    inputs = make_inputs(op, world, count, seed)
+    x = torch.tensor(inputs[rank], dtype=torch.float32, device=device)
+    output = torch_collective(op, x, world, root)
+    history = replay(schedule, rank, x)
+    timing = {
+        "torch_us": median_us(lambda: torch_collective(op, x, world, root), device, repeats),
+        "replay_us": median_us(lambda: replay(schedule, rank, x, record=False), device, repeats),
+        "repeats": repeats,
+    }
+    outputs = gather(output.cpu().tolist(), rank, world)
+    histories = gather(history, rank, world)
+    if rank != 0:
+        return None
+    return {"op": op, "algorithm": algorithm, "count": count, "seed": seed, "root": root,
+            "torch_output": outputs,
+            "replay": [[histories[r][k] for r in range(world)] for k in range(len(schedule.steps))],
+            "timing": timing}
+
+
 def main() -> None:
     parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--op", choices=OPS, required=True)
+    parser.add_argument("--op", choices=OPS, default="all_reduce")
     parser.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
+    parser.add_argument("--cases", default="",
+                        help="several op:algorithm pairs, comma-separated, run in one launch "
+                             "(e.g. all_reduce:ring,all_reduce:tree); overrides --op/--algorithm")
     parser.add_argument("--count", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--root", type=int, default=0)
@@ -99,31 +126,11 @@ def main() -> None:
         time.sleep(args.hold_seconds)
 
     rank, world, device, backend = start(args.backend)
-    schedule = build(args.op, args.algorithm, world, args.count, args.root)
-    inputs = make_inputs(args.op, world, args.count, args.seed)
-    x = torch.tensor(inputs[rank], dtype=torch.float32, device=device)
-
-    output = torch_collective(args.op, x, world, args.root)
-    history = replay(schedule, rank, x)
-    timing = {
-        "torch_us": median_us(lambda: torch_collective(args.op, x, world, args.root), device,
-                              args.repeats),
-        "replay_us": median_us(lambda: replay(schedule, rank, x, record=False), device,
-                               args.repeats),
-        "repeats": args.repeats,
-    }
-
-    outputs = gather(output.cpu().tolist(), rank, world)
-    histories = gather(history, rank, world)
-    report = None
-    if rank == 0:
-        report = {
-            "backend": backend, "world": world, "op": args.op, "algorithm": args.algorithm,
-            "count": args.count, "seed": args.seed, "root": args.root,
-            "torch_output": outputs,
-            "replay": [[histories[r][k] for r in range(world)] for k in range(len(schedule.steps))],
-            "timing": timing,
-        }
+    cases = ([tuple(case.split(":")) for case in args.cases.split(",")] if args.cases
+             else [(args.op, args.algorithm)])
+    results = [run_case(op, algorithm, args.count, args.seed, args.root, rank, world, device,
+                        args.repeats) for op, algorithm in cases]
+    report = {"backend": backend, "world": world, "cases": results} if rank == 0 else None
     finish(report, rank, args.out)
 
 

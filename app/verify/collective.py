@@ -15,13 +15,17 @@ from app.verify.jobs import Check, Verdict
 
 
 def compare(params, trace, report: dict) -> Verdict:
+    """``report``: the worker's whole report (its first case) or one of its ``cases``."""
+    case = report["cases"][0] if "cases" in report else report
     world = params.world
     problems = []
+    if report.get("world", world) != world:
+        problems.append(f"the job ran {report['world']} ranks, the simulation {world}")
     # 1. torch's collective against the simulation's outputs
     op_diff = 0.0
     for r in range(world):
         expected = trace.outputs[r]
-        got = report["torch_output"][r]
+        got = case["torch_output"][r]
         if expected is None:
             continue
         got = np.asarray(got, dtype=float)
@@ -32,7 +36,7 @@ def compare(params, trace, report: dict) -> Verdict:
             continue
         op_diff = max(op_diff, float(np.abs(got - expected).max(initial=0.0)))
     # 2. the replayed algorithm, step by step, against every frame
-    replay = report["replay"]  # [step][rank][element]
+    replay = case["replay"]  # [step][rank][element]
     steps = len(trace.frames) - 1
     if len(replay) != steps:
         problems.append(f"the worker ran {len(replay)} steps, the simulation {steps}")
@@ -44,7 +48,7 @@ def compare(params, trace, report: dict) -> Verdict:
         table.append([_number(d) for d in diff])
     replay_diff = max((max(row) for row in table), default=0.0)
     worst = max(op_diff, replay_diff)
-    timing = report.get("timing")
+    timing = case.get("timing")
     if timing:
         links = cost.Links(params.alpha_us, params.intra_node_gbs, params.inter_node_gbs,
                            params.gpus_per_node)
