@@ -45,7 +45,8 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
             return json_error(error)
         except QueueFull as error:
             return _json({"detail": str(error)}, 429)
-        return _json({"job": job.id, "status": job.status}, 202)
+        # the contract's answer: accepted into the queue (a free runner may already have it)
+        return _json({"job": job.id, "status": "queued"}, 202)
 
     @router.get("/api/verify/jobs/{job_id}")
     def api_job(job_id: str):

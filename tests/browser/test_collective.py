@@ -1,0 +1,135 @@
+"""The collectives chapter in real Chromium: navigation, sliders, keyboard, embed, download,
+a real run, themes, and the page without JavaScript. The `page` fixture fails any test that
+logs a console error or requests another origin."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+
+def set_slider(page, name: str, value: int) -> None:
+    page.eval_on_selector(f'input[name="{name}"]',
+                          "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', "
+                          "{bubbles: true})); }", str(value))
+
+
+def test_from_the_course_to_the_chapter(page):
+    page.goto(page.base + "/")
+    page.get_by_role("link", name="Collective communication").first.click()
+    page.wait_for_url("**/collective")
+    assert page.locator("svg.deck").is_visible()
+    assert page.locator("[data-position]").inner_text() == "step 0 of 6"
+
+
+def test_moving_a_slider_repaints_the_stage_and_the_url(page):
+    page.goto(page.base + "/collective")
+    before = page.locator("svg.deck").get_attribute("aria-label")
+    set_slider(page, "world", 6)
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("6 ranks"))
+    assert page.locator("svg.deck").get_attribute("aria-label") != before
+    expect(page).to_have_url(re.compile("world=6"))
+    assert page.locator("[data-position]").inner_text() == "step 0 of 10"
+    # the op switch: reduce_scatter needs a multiple of 6 elements; the slider keeps it valid
+    page.locator("label", has_text="ReduceScatter").click()
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label",
+                                                       re.compile("^reduce_scatter"))
+    count = int(page.locator('input[name="count"]').input_value())
+    assert count % 6 == 0
+    assert "op=reduce_scatter" in page.url
+
+
+def test_keyboard_steps_and_plays(page):
+    page.goto(page.base + "/collective?world=4&count=8")
+    caption = page.locator("[data-captions] > li:not([hidden])")
+    assert caption.inner_text().startswith("Before")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")
+    assert page.locator("[data-position]").inner_text() == "step 1 of 6"
+    assert caption.inner_text().startswith("Step 1 of 6")
+    expect(page).to_have_url(re.compile("frame=1"))
+    page.keyboard.press("End")
+    assert page.locator("[data-position]").inner_text() == "step 6 of 6"
+    assert "Done" in caption.inner_text()
+    page.keyboard.press("ArrowLeft")
+    assert page.locator("[data-position]").inner_text() == "step 5 of 6"
+    page.keyboard.press("Home")
+    page.keyboard.press(" ")
+    expect(page.locator("[data-k]")).to_have_text("2", timeout=10000)
+    page.keyboard.press(" ")
+    assert not page.locator(".player.playing").count()
+
+
+def test_the_url_opens_that_very_step(page):
+    page.goto(page.base + "/collective?world=5&count=10&op=all_gather&frame=3")
+    assert page.locator("[data-position]").inner_text() == "step 3 of 4"
+    assert page.locator('g.frame[data-frame="4"]').get_attribute("display") == "none"
+
+
+def test_embed_opens_inside_an_iframe(page):
+    page.goto(page.base + "/collective?world=4&count=8")
+    page.get_by_role("button", name="Embed").click()
+    snippet = page.locator("[data-embed-code]").input_value()
+    assert snippet.startswith("<iframe") and "/embed/collective?" in snippet
+    page.get_by_role("button", name="Close").click()
+    page.set_content(f"<html><body>{snippet}</body></html>")
+    frame = page.frame_locator("iframe")
+    frame.locator("svg.deck").wait_for()
+    assert frame.locator("[data-player]").count() == 1
+    assert frame.locator("#controls").count() == 0
+
+
+def test_download_svg_of_the_current_step(page):
+    page.goto(page.base + "/collective?world=4&count=8")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Download SVG").click()
+    path = info.value.path()
+    text = open(path, encoding="utf-8").read()
+    assert text.startswith("<?xml") and "<svg" in text
+    assert "Step 2 of 6" in text
+
+
+def test_real_run_button_shows_a_pass(page):
+    page.goto(page.base + "/collective?world=4&count=8")
+    page.get_by_role("button", name=re.compile("Run on real gloo")).click()
+    page.locator(".job.passed, .job.failed, .job.error").wait_for(timeout=90000)
+    assert page.locator(".job.passed").count() == 1, page.locator(".verify-result").inner_text()
+    assert "Largest difference: 0" in page.locator(".verify-result").inner_text()
+
+
+def test_bad_parameters_show_inline_and_recover(page):
+    page.goto(page.base + "/collective?algorithm=halving_doubling&world=8&count=8")
+    set_slider(page, "world", 6)
+    page.locator(".problems").wait_for()
+    assert "power-of-two" in page.locator(".problems").inner_text()
+    assert page.locator('[data-field="world"].invalid').count() == 1
+    set_slider(page, "world", 4)
+    page.locator("svg.deck").wait_for()
+    page.console_errors.clear()  # the browser logs the deliberate 422 as a failed load
+
+
+def test_theme_toggle(page):
+    page.goto(page.base + "/collective")
+    toggle = page.locator("[data-theme-toggle]")
+    toggle.click()
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    toggle.click()
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(16, 19, 23)"
+
+
+def test_the_stage_shows_without_javascript(browser, live_server):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(live_server + "/collective?world=4&count=8&frame=2")
+    assert page.locator("svg.deck").is_visible()
+    assert page.locator("[data-captions] > li:not([hidden])").inner_text().startswith(
+        "Step 2 of 6")
+    context.close()
