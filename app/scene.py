@@ -7,6 +7,8 @@ into its verification job. Simulations are pure, so their traces and JSON are ca
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,6 +53,41 @@ def trace_of(scene: Scene, params: SceneParams) -> Any:
     return scene.simulate(params)
 
 
-@lru_cache(maxsize=64)
+class _Recent:
+    """A small thread-safe LRU map that can be peeked without computing anything."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.items: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+_JSON = _Recent(64)
+
+
 def json_of(scene: Scene, params: SceneParams) -> bytes:
-    return orjson.dumps(trace_of(scene, params).to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
+    """The trace as JSON bytes, computed once per params."""
+    body = _JSON.get((scene, params))
+    if body is None:
+        body = orjson.dumps(trace_of(scene, params).to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
+        _JSON.put((scene, params), body)
+    return body
+
+
+def cached_json(scene: Scene, params: SceneParams) -> bytes | None:
+    """The JSON if it is cached, else None (never computes)."""
+    return _JSON.get((scene, params))

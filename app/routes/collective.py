@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import textwrap
+from functools import lru_cache
 from typing import Annotated, Literal
 
+from markupsafe import Markup
 from pydantic import Field, model_validator
 
 from app.params import (AlphaUs, Dtype, GpusPerNode, InterNodeGBs, IntraNodeGBs, Invalid, Rank,
                         SceneParams, Seed, SizeBytes, World)
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.templating import deck_style
 from app.verify.collective import CHECK, torch_call
 from app.sim.collective_schedules import SPLITTING_OPS, SUPPORTED, is_power_of_two, step_count
 from app.sim.collective_cost import BYTES_PER_ELEMENT
 from app.sim.collectives import SEMANTICS, simulate
 from app.views import collective as view
+from app.views import collective_svg
 from app.views.plot import human_bytes, human_time_us, line_chart
 
 MAX_CELLS = 2**21
@@ -75,9 +78,16 @@ COUNT_SLIDER_MAX = 128
 """The page's count slider stops here: every op and algorithm fits MAX_CELLS up to 64 ranks."""
 
 
+@lru_cache(maxsize=64)
+def deck_svg(p: CollectiveParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first (cached: decks are pure functions of params)."""
+    return collective_svg.render(view.build_deck(simulate_cached(p)), frame)
+
+
 def page_view(p: CollectiveParams, trace, frame: int) -> dict:
     factor = {"all_reduce": "2(n−1)/n", "broadcast": "1", "reduce": "1"}.get(p.op, "(n−1)/n")
-    return {"deck": view.build_deck(trace), "chart_geometry": cost_chart(p, trace),
+    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p),
+            "chart_geometry": cost_chart(p, trace),
             "semantics": SEMANTICS[p.op], "torch_call": torch_call(p.op, p.root),
             "stats_bytes": p.count * BYTES_PER_ELEMENT[p.dtype],
             "busbw_formula": f"{factor} = {trace.stats.busbw_factor:.3g}",
@@ -91,9 +101,14 @@ def form_view() -> dict:
 
 
 def export_view(p: CollectiveParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
-            "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+    return {"deck_svg": collective_svg.render(view.build_deck(trace, upto=frame), frame,
+                                              standalone=True, caption=caption,
+                                              style=deck_style(standalone=True))}
+
+
+def simulate_cached(p: CollectiveParams):
+    return trace_of(SCENE, p)
 
 
 def cost_chart(p: CollectiveParams, trace):

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.params import ParamsError, Problem, parse
-from app.scene import Scene, json_of, trace_of
+from app.scene import Scene, cached_json, json_of, trace_of
 from app.templating import render
 
 JSON = "application/json"
@@ -82,12 +83,17 @@ def scene_router(scene: Scene) -> APIRouter:
         return HTMLResponse(render(scene.template, **ctx), status_code=status)
 
     @router.get(f"/api/{scene.slug}")
-    def api(request: Request):
+    async def api(request: Request):
+        # async: a cached trace is answered on the event loop without a thread hop; a new one
+        # is simulated in the thread pool so a large request never blocks other clients
         try:
             params = parse(scene.params, request.query_params)
         except ParamsError as error:
             return json_error(error)
-        return Response(json_of(scene, params), media_type=JSON)
+        body = cached_json(scene, params)
+        if body is None:
+            body = await run_in_threadpool(json_of, scene, params)
+        return Response(body, media_type=JSON)
 
     @router.get(f"/svg/{scene.slug}")
     def svg(request: Request):

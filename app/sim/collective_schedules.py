@@ -230,32 +230,19 @@ def _ring_all_to_all(world: int, count: int) -> list[Step]:
             # the block addressed to the neighbour lands in its receive area …
             moves.append(Move(r, nxt, nxt * c, count + origin * c, c, False,
                               f"block {origin}→{nxt}"))
-            # … the others stay in its send/transit area, at the same offsets
-            for d in ((r + k) % world for k in range(2, world - s + 1)):
-                moves.append(Move(r, nxt, d * c, d * c, c, False, f"block {origin}→{d}"))
+            # … the others, for ranks r+2 … r+n−s, stay in its transit area at the same offsets:
+            # one contiguous run of blocks, or two where it wraps past rank n−1
+            first, last = r + 2, r + world - s  # in rank numbers before taking them mod n
+            for lo, hi in ((first, min(last, world - 1)), (max(first, world) - world,
+                                                           last - world)):
+                if lo <= hi:
+                    moves.append(Move(r, nxt, lo * c, lo * c, (hi - lo + 1) * c, False,
+                                      f"blocks {origin}→{lo}…{hi}" if hi > lo
+                                      else f"block {origin}→{lo}"))
         steps.append(Step("store and forward",
                           "every rank passes the blocks in transit to its right neighbour, "
-                          "which keeps the one addressed to it", _coalesce(moves)))
+                          "which keeps the one addressed to it", _moves(*moves)))
     return steps
-
-
-def _coalesce(moves: list[Move]) -> tuple[Move, ...]:
-    """Merge moves between the same pair that continue each other in both buffers."""
-    merged: list[Move] = []
-    for m in _moves(*moves):
-        last = merged[-1] if merged else None
-        if (last and last.src == m.src and last.dst == m.dst and last.reduce == m.reduce
-                and last.src_lo + last.length == m.src_lo
-                and last.dst_lo + last.length == m.dst_lo):
-            merged[-1] = Move(m.src, m.dst, last.src_lo, last.dst_lo, last.length + m.length,
-                              m.reduce, _join_labels(last.label, m.label))
-        else:
-            merged.append(m)
-    return tuple(merged)
-
-
-def _join_labels(a: str, b: str) -> str:
-    return f"{a.split(' … ')[0]} … {b}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ class Cell:
     ink: str
     dx: float             # where the data flew in from, relative to the cell (0: not moved)
     dy: float
-    title: str
+    tip: str              # shown on hover (static/js/tooltip.js)
 
 
 @dataclass(frozen=True)
@@ -281,25 +281,27 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     digits = len(str(int(values.max()))) if values.size else 1
     font = min(26.0, row_h * 0.5, col_w * 0.5)
     numbers = group == 1 and font >= 11 and digits * 0.62 * font < col_w - 4
-    titles = n <= 16
+    tips = n <= 16
     palette = _Palette(n)
     pad = 1.5 if col_w >= 8 and row_h >= 8 else 0.4
 
     def cell(r: int, c: int, k: int, fly: tuple[float, float]) -> Cell:
         _, start, stop, x, w = columns[c]
+        x, y, w, h = round(x + pad, 2), round(row_y[r] + pad, 2), round(w - 2 * pad, 2), \
+            round(row_h - 2 * pad, 2)
         if not filled[k, r, start]:
-            return Cell(x + pad, row_y[r] + pad, w - 2 * pad, row_h - 2 * pad, "", "", "",
-                        0, 0, f"rank {r} · element {start}: empty" if titles else "")
+            return Cell(x, y, w, h, "", "", "",
+                        0, 0, f"rank {r} · element {start}: nothing yet" if tips else "")
         mask = int(sources[k, r, start])
         value = int(values[k, r, start])
-        title = ""
-        if titles:
+        tip = ""
+        if tips:
             who = _mask_ranks(mask, n)
             origin = (f"rank {who[0]}'s input" if len(who) == 1
-                      else f"sum of ranks {', '.join(map(str, who))}")
-            title = f"rank {r} · element {start} = {value} ({origin})"
-        return Cell(x + pad, row_y[r] + pad, w - 2 * pad, row_h - 2 * pad, palette.fill(mask),
-                    str(value) if numbers else "", palette.ink(mask), fly[0], fly[1], title)
+                      else f"sum of ranks {_ranges(who)}")
+            tip = f"rank {r} · element {start} = {value} ({origin})"
+        return Cell(x, y, w, h, palette.fill(mask),
+                    str(value) if numbers else "", palette.ink(mask), fly[0], fly[1], tip)
 
     frames = []
     n_steps = len(trace.frames) - 1
@@ -330,13 +332,26 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
                               swatch_r, rank_colour(r, n), "", "", False, 0, 0)
                          for r in range(n))
     return Deck(
-        WIDTH, HEIGHT,
-        f"{p.op} · {p.algorithm.replace('_', '-')} · {n} ranks · {p.count} elements",
+        WIDTH, HEIGHT, deck_title(p),
         tuple(nodes), tuple(lines), _node_arcs(trace, radius), tuple(lane_labels),
         row_labels, row_swatches, _column_labels(trace, columns, group, col_w),
         _separators(trace, columns, col_of_element, row_y[-1] + row_h),
         _area_labels(trace, columns), tuple(palette.stripes.values()), tuple(frames),
         _legend(trace), round(font, 1), 2.5 if n <= 16 else 1.0)
+
+
+def _ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 5] → "0–2, 5"."""
+    parts, start = [], ranks[0]
+    for a, b in zip(ranks, ranks[1:] + [None]):
+        if b != a + 1:
+            parts.append(str(start) if start == a else f"{start}–{a}")
+            start = b
+    return ", ".join(parts)
+
+
+def deck_title(p) -> str:
+    return f"{p.op} · {p.algorithm.replace('_', '-')} · {p.world} ranks · {p.count} elements"
 
 
 def _fly(origin: tuple[float, float] | None, x: float, y: float) -> tuple[float, float]:

@@ -9,10 +9,11 @@
 (function () {
   "use strict";
 
+  // (form.elements would rebuild its collection after every swap; a selector does not)
   function value(form, name) {
-    var el = form.elements[name];
-    if (!el) return null;
-    return el.value !== undefined ? el.value : null;
+    var el = form.querySelector('input[name="' + name + '"]:checked, select[name="' + name +
+      '"], input[name="' + name + '"]:not([type="radio"])');
+    return el ? el.value : null;
   }
 
   function setOutput(input) {

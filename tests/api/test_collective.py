@@ -118,7 +118,8 @@ def test_page_renders_the_frame_in_the_url(client):
     text = client.get("/collective?world=4&count=8&frame=3").text
     assert 'data-current="3"' in text
     assert '<g class="frame current" data-frame="3">' in text
-    assert '<g class="frame" data-frame="4" display="none">' in text
+    deck, later = text.split('<template class="deck-later">')
+    assert 'data-frame="4"' not in deck and '<g class="frame" data-frame="4">' in later
     assert client.get("/collective?frame=99").status_code == 422
 
 

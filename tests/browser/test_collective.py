@@ -67,7 +67,9 @@ def test_keyboard_steps_and_plays(page):
 def test_the_url_opens_that_very_step(page):
     page.goto(page.base + "/collective?world=5&count=10&op=all_gather&frame=3")
     assert page.locator("[data-position]").inner_text() == "step 3 of 4"
-    assert page.locator('g.frame[data-frame="4"]').get_attribute("display") == "none"
+    assert page.locator('svg.deck g.frame[data-frame="4"]').count() == 0  # not drawn yet
+    page.keyboard.press("ArrowRight")
+    assert page.locator('svg.deck g.frame[data-frame="4"].current').count() == 1
 
 
 def test_embed_opens_inside_an_iframe(page):

@@ -1,0 +1,73 @@
+"""Measurements in Chromium: slider → repaint, and what a first page load transfers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+# One move: set the slider, fire `input` as a drag does, and stop the clock when htmx has
+# swapped the new stage in and the browser has painted it (two animation frames later).
+MEASURE_MOVES = """
+async ({name, values}) => {
+  const times = [];
+  for (const v of values) {
+    const slider = document.querySelector(`input[name="${name}"]`);
+    const painted = new Promise(resolve => document.body.addEventListener("htmx:afterSettle",
+      () => requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now()))),
+      {once: true}));
+    const t0 = performance.now();
+    slider.value = String(v);
+    slider.dispatchEvent(new Event("input", {bubbles: true}));
+    times.push(await painted - t0);
+    await new Promise(r => setTimeout(r, 40));
+  }
+  return times;
+}
+"""
+
+
+def launch(playwright):
+    if Path(CHROMIUM).exists():
+        return playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    return playwright.chromium.launch(args=ARGS)
+
+
+def slider_values(low: int, high: int, moves: int) -> list[int]:
+    """A drag back and forth across up to 9 neighbouring values, ``moves`` moves long."""
+    span = list(range(low, min(high, low + 8) + 1))
+    sweep = span + span[-2:0:-1]
+    return [sweep[i % len(sweep)] for i in range(1, moves + 1)]
+
+
+def measure(base: str, scenes, moves: int = 60) -> dict:
+    from bench.http_load import percentile
+    results = {}
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        for scene in scenes:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            sizes, foreign = [], []
+            page.on("requestfinished", lambda r: sizes.append(r.sizes()))
+            page.on("request", lambda r: foreign.append(r.url)
+                    if not r.url.startswith((base, "data:", "about:")) else None)
+            page.goto(f"{base}/{scene.slug}", wait_until="networkidle")
+            transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in sizes)
+            requests = len(sizes)
+            slider = page.locator(f'input[name="{scene.key_slider}"]')
+            low, high = int(float(slider.get_attribute("min"))), int(float(slider.get_attribute("max")))
+            start = int(float(slider.input_value()))
+            values = slider_values(max(low, start), high, moves)
+            times = page.evaluate(MEASURE_MOVES, {"name": scene.key_slider, "values": values})
+            results[scene.slug] = {
+                "first_load_bytes": transferred, "first_load_requests": requests,
+                "foreign_requests": len(foreign), "slider": scene.key_slider,
+                "moves": len(times), "repaint_p50_ms": percentile(times, 50),
+                "repaint_p95_ms": percentile(times, 95)}
+            page.close()
+        browser.close()
+    return results

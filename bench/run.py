@@ -1,0 +1,147 @@
+"""``make bench``: measure DESIGN.md's performance budgets and write them into the README.
+
+    .venv/bin/python -m bench.run [--quick]
+
+1. One client's latency on every scene's /api at its default parameters (/api/collective at
+   world 8), and the cold time of each scene's heaviest accepted request.
+2. Requests per second under 32 connections (wrk) on /api/collective?world=8 against a bare
+   FastAPI endpoint returning a constant, served the same way in the same run.
+3. In Chromium: slider moved → stage repainted (p50 / p95 over 60 moves) on every scene's
+   key slider, and what the first page load transfers (and whether anything leaves the origin).
+4. A 4-rank verification job, from POST to result.
+
+Results go to bench/results/latest.json and between the bench markers of README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+from app.main import SCENES
+from bench import browser
+from bench.http_load import latency_ms, once_ms, wrk_rps
+from bench.servers import ROOT, serve
+
+API_QUERY = {"collective": "world=8"}
+"""Query of the /api latency measurement; scenes not listed use their defaults."""
+
+HEAVIEST = {"collective": "op=all_to_all&algorithm=ring&world=64&count=128"}
+"""The most expensive accepted request of each scene (checked against the 500 ms budget)."""
+
+BUDGETS = {"repaint_p95_ms": 50, "api_p99_ms": 10, "throughput_ratio": 0.5, "any_ms": 500,
+           "first_load_bytes": 200_000, "verify_s": 20}
+
+
+def verify_seconds(base: str) -> dict:
+    t0 = time.perf_counter()
+    request = urllib.request.Request(f"{base}/api/verify/collective?world=4&count=8",
+                                     method="POST")
+    job = json.loads(urllib.request.urlopen(request, timeout=30).read())["job"]
+    while True:
+        body = json.loads(urllib.request.urlopen(f"{base}/api/verify/jobs/{job}").read())
+        if body["status"] in ("passed", "failed", "error"):
+            return {"seconds": time.perf_counter() - t0, "status": body["status"]}
+        time.sleep(0.1)
+
+
+def run(quick: bool) -> dict:
+    results: dict = {
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "api": {}, "heaviest_ms": {}, "browser": {},
+    }
+    requests = 300 if quick else 1000
+    with serve("app.main:create_app", "--factory") as app_url, \
+            serve("bench.bare_app:app", ready_path="/constant") as bare_url:
+        for scene in SCENES:
+            query = API_QUERY.get(scene.slug, "")
+            results["api"][scene.slug] = {"query": query, **latency_ms(
+                f"{app_url}/api/{scene.slug}?{query}", requests=requests)}
+        for slug, query in HEAVIEST.items():
+            # a seed not used before, so nothing is cached
+            results["heaviest_ms"][slug] = {"query": query, "ms": once_ms(
+                f"{app_url}/api/{slug}?{query}&seed={int(time.time()) % 100000}")}
+        seconds = 4 if quick else 8
+        bare = wrk_rps(f"{bare_url}/constant", seconds)
+        ours = wrk_rps(f"{app_url}/api/collective?world=8", seconds)
+        results["throughput"] = {"bare_rps": bare, "collective_rps": ours, "ratio": ours / bare}
+        results["browser"] = browser.measure(app_url, [s for s in SCENES if s.key_slider],
+                                             moves=30 if quick else 60)
+        results["verify"] = verify_seconds(app_url)
+    return results
+
+
+def mark(ok: bool) -> str:
+    return "✓" if ok else "✗ over budget"
+
+
+def table(r: dict) -> str:
+    b = BUDGETS
+    rows = ["| measure | budget | result |", "|---|---|---|"]
+    for slug, m in r["browser"].items():
+        rows.append(f"| slider → stage repainted, `/{slug}` (`{m['slider']}`), p50 / p95 over "
+                    f"{m['moves']} moves | p95 ≤ {b['repaint_p95_ms']} ms | "
+                    f"{m['repaint_p50_ms']:.1f} / {m['repaint_p95_ms']:.1f} ms "
+                    f"{mark(m['repaint_p95_ms'] <= b['repaint_p95_ms'])} |")
+    for slug, m in r["api"].items():
+        query = f"?{m['query']}" if m["query"] else ""
+        rows.append(f"| `/api/{slug}{query}`, one client, p50 / p99 | p99 ≤ {b['api_p99_ms']} ms | "
+                    f"{m['p50_ms']:.2f} / {m['p99_ms']:.2f} ms {mark(m['p99_ms'] <= b['api_p99_ms'])} |")
+    t = r["throughput"]
+    rows.append(f"| `/api/collective?world=8` under 32 connections (wrk) vs a bare FastAPI "
+                f"constant | ≥ {b['throughput_ratio']}× | {t['collective_rps']:.0f} vs "
+                f"{t['bare_rps']:.0f} req/s = {t['ratio']:.2f}× "
+                f"{mark(t['ratio'] >= b['throughput_ratio'])} |")
+    for slug, m in r["heaviest_ms"].items():
+        rows.append(f"| heaviest accepted request, `/api/{slug}?{m['query']}`, uncached | "
+                    f"< {b['any_ms']} ms | {m['ms']:.0f} ms {mark(m['ms'] < b['any_ms'])} |")
+    for slug, m in r["browser"].items():
+        kb = m["first_load_bytes"] / 1000
+        rows.append(f"| first load of `/{slug}`: transferred, requests to other origins | "
+                    f"< 200 KB, 0 | {kb:.0f} KB in {m['first_load_requests']} requests, "
+                    f"{m['foreign_requests']} "
+                    f"{mark(m['first_load_bytes'] < b['first_load_bytes'] and not m['foreign_requests'])} |")
+    v = r["verify"]
+    rows.append(f"| 4-rank verification job (`/collective`), POST to result | < {b['verify_s']} s "
+                f"| {v['seconds']:.1f} s ({v['status']}) {mark(v['seconds'] < b['verify_s'])} |")
+    m = r["machine"]
+    rows.append("")
+    rows.append(f"Measured {r['when'][:10]} on {m['cores']} cores, Python {m['python']}, "
+                f"one uvicorn worker; `bench/results/latest.json` has every number.")
+    return "\n".join(rows)
+
+
+def update_readme(text: str) -> None:
+    readme = ROOT / "README.md"
+    content = readme.read_text()
+    new = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->",
+                 f"<!-- bench:start -->\n{text}\n<!-- bench:end -->", content, flags=re.S)
+    readme.write_text(new)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer requests and moves")
+    parser.add_argument("--no-readme", action="store_true", help="leave README.md alone")
+    args = parser.parse_args()
+    results = run(args.quick)
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    text = table(results)
+    print(text)
+    if not args.no_readme:
+        update_readme(text)
+
+
+if __name__ == "__main__":
+    main()

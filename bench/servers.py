@@ -1,0 +1,46 @@
+"""Start and stop the servers a benchmark measures (uvicorn, one worker, 127.0.0.1)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from app.verify.jobs import kill_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(target: str, *factory: str, ready_path: str = "/"):
+    """Run ``uvicorn target`` and yield its base URL; stop it by its process id."""
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", target, *factory, "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning", "--no-access-log"]
+    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(base + ready_path, timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{target} did not start") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        kill_tree(proc.pid)
