@@ -46,9 +46,11 @@ def environment() -> Environment:
 
 PAGE_COLOURS = {"bg": "var(--svg-bg)", "ink": "var(--ink)", "muted": "var(--muted)",
                 "line": "var(--line)", "empty": "var(--empty)",
-                "cell_stroke": "var(--cell-stroke, 2.5px)"}
+                "cell_stroke": "var(--cell-stroke, 2.5px)", "complete": "var(--complete)",
+                "complete_ink": "var(--complete-ink)", "cell_edge": "var(--cell-edge)"}
 LIGHT_COLOURS = {"bg": "#ffffff", "ink": "#1a1a1a", "muted": "#555c66", "line": "#c4c9d0",
-                 "empty": "#8a939e", "cell_stroke": "2.5px"}
+                 "empty": "#8a939e", "cell_stroke": "2.5px", "complete": "#3b4252",
+                 "complete_ink": "#ffffff", "cell_edge": "none"}
 
 
 @lru_cache(maxsize=4)

@@ -24,12 +24,13 @@ from app.views.geometry import Point, arrow, on_circle
 from app.views.palette import BLUES, ramp, rank_colour, text_on
 
 WIDTH, HEIGHT = 1280, 720
-TOPO_CX, TOPO_CY = 235, 380
+TOPO_CX, TOPO_CY = 250, 380
 GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 575, 1262, 112, 652
 MAX_COLUMNS = 64
 STRIPE_LIMIT = 8
-COMPLETE = "#2e3440"
-"""A value that sums every rank's input: dark, so finished chunks stand out from partial sums."""
+COMPLETE = "complete"
+"""The fill of a value that sums every rank's input: a CSS class (grey, dark on light themes and
+light on dark ones), so finished chunks stand out from partial sums in either theme."""
 LEGEND_STRIPES = "legend-stripes"
 
 @dataclass(frozen=True)
@@ -150,17 +151,21 @@ class _Palette:
                 self.stripes[mask] = Stripes(f"sum-{mask:x}",
                                              tuple(rank_colour(r, self.world) for r in ranks))
             return f"url(#sum-{mask:x})"
-        return ramp(BLUES, len(ranks) / self.world)
+        return ramp(BLUES[2:], len(ranks) / self.world)
 
     def ink(self, mask: int) -> str:
         ranks = _mask_ranks(mask, self.world)
         if len(ranks) == 1:
             return text_on(rank_colour(ranks[0], self.world))
         if len(ranks) == self.world:
-            return "#ffffff"
+            return ""  # the theme's, with the fill
         if len(ranks) > 1 and self.world > STRIPE_LIMIT:
-            return text_on(ramp(BLUES, len(ranks) / self.world))
+            return text_on(ramp(BLUES[2:], len(ranks) / self.world))
         return "#000000"  # stripes: black text with a white halo (see CSS .num)
+
+
+def ring_radius_for(world: int) -> float:
+    return 170 if world <= 8 else 180
 
 
 def _node_radius(world: int) -> float:
@@ -196,7 +201,7 @@ def _topology(trace: CollectiveTrace):
                                      if hi > lo else f"tree {k}: (no elements)", anchor="start",
                                      size=17))
     else:
-        ring_radius = 170 if n <= 8 else 190
+        ring_radius = ring_radius_for(n)
         lanes.append({r: on_circle(r, n, TOPO_CX, TOPO_CY, ring_radius) for r in range(n)})
         if p.algorithm == "ring":
             for r in range(n):
@@ -214,7 +219,7 @@ def _topology(trace: CollectiveTrace):
             if inside or p.algorithm == "tree":
                 lx, ly = pt.x, pt.y + (0 if inside else radius + 14)
             else:  # inside the ring, so the node arcs outside stay clear
-                spot = on_circle(r, n, TOPO_CX, TOPO_CY, 190 - radius - 14)
+                spot = on_circle(r, n, TOPO_CX, TOPO_CY, ring_radius_for(n) - radius - 14)
                 lx, ly = spot.x, spot.y
             nodes.append(Node(r, round(pt.x, 1), round(pt.y, 1), radius, colour, text_on(colour),
                               label, inside, round(lx, 1), round(ly, 1)))
@@ -228,7 +233,7 @@ def _node_arcs(trace: CollectiveTrace, radius: float):
     if p.algorithm == "tree" or per >= n:
         return ()
     arcs = []
-    ring_r = (170 if n <= 8 else 190) + radius + 10
+    ring_r = ring_radius_for(n) + radius + 10
     for node in range(math.ceil(n / per)):
         first, last = node * per, min(n, (node + 1) * per) - 1
         a0 = -math.pi / 2 + 2 * math.pi * (first - 0.4) / n
@@ -237,7 +242,7 @@ def _node_arcs(trace: CollectiveTrace, radius: float):
         x1, y1 = TOPO_CX + ring_r * math.cos(a1), TOPO_CY + ring_r * math.sin(a1)
         large = 1 if a1 - a0 > math.pi else 0
         mid = (a0 + a1) / 2
-        label_r = ring_r + 22
+        label_r = ring_r + 20
         label = Label(round(TOPO_CX + label_r * math.cos(mid), 1),
                       round(TOPO_CY + label_r * math.sin(mid) + 5, 1),
                       f"node {node}" if n // per <= 8 else "", size=15)
@@ -460,7 +465,7 @@ def _legend(trace: CollectiveTrace) -> tuple[tuple[str, str, float], ...]:
     p = trace.params
     items = [("stripes", "striped: sum of those ranks' inputs") if p.world <= STRIPE_LIMIT
              else ("blues", "blue: partial sum, darker = more ranks"),
-             ("complete", "dark: sum of every rank's input"),
+             ("complete", "grey: sum of every rank's input"),
              ("empty", "dashed: nothing received yet")]
     if p.gpus_per_node < p.world:
         items.append(("dashed", "dashed link: crosses nodes"))

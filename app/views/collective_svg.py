@@ -115,13 +115,16 @@ def _frame(deck: Deck, frame, current: int, standalone: bool) -> list[str]:
             out.append(f'<rect class="empty" {box}{tip}/>')
             continue
         moved = f' data-dx="{c.dx}" data-dy="{c.dy}"' if (c.dx or c.dy) else ""
+        # a finished value takes its colours from the theme (class "complete")
+        css, fill = ("cell complete", "") if c.fill == COMPLETE else ("cell", f' fill="{c.fill}"')
         if not c.text:
-            out.append(f'<rect class="cell" {box} fill="{c.fill}"{tip}{moved}/>')
+            out.append(f'<rect class="{css}" {box}{fill}{tip}{moved}/>')
             continue
         halo = ' class="halo"' if c.fill.startswith("url") else ""
-        out.append(f'<g class="cell"{tip}{moved}><rect {box} fill="{c.fill}"/>'
-                   f'<text{halo} x="{c.x + c.w / 2:.1f}" y="{c.y + c.h / 2:.1f}" '
-                   f'fill="{c.ink}">{c.text}</text></g>')
+        ink = f' fill="{c.ink}"' if c.ink else ""
+        out.append(f'<g class="{css}"{tip}{moved}><rect {box}{fill}/>'
+                   f'<text{halo} x="{c.x + c.w / 2:.1f}" y="{c.y + c.h / 2:.1f}"{ink}>'
+                   f'{c.text}</text></g>')
     if not standalone or index == current:
         out.append('<g class="only-current arrows">')
         for a in frame.arrows:
@@ -148,7 +151,7 @@ def _legend(deck: Deck) -> list[str]:
         elif kind == "blues":
             out.append(el("rect", x=x, y=692, width=22, height=16, fill="#4292c6", rx=2))
         elif kind == "complete":
-            out.append(el("rect", x=x, y=692, width=22, height=16, fill=COMPLETE, rx=2))
+            out.append(el("rect", x=x, y=692, width=22, height=16, class_="complete", rx=2))
         elif kind == "empty":
             out.append(el("rect", x=x, y=692, width=22, height=16, class_="empty", rx=2))
         else:
