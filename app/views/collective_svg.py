@@ -106,7 +106,7 @@ def _labels(deck: Deck) -> list[str]:
 
 def _frame(deck: Deck, frame, current: int, standalone: bool) -> list[str]:
     index = frame.index
-    css = "frame current" if index == current else "frame"
+    css = "frame" + (" current" if index == current else "") + (" step" if index else "")
     out = [f'<g class="{css}" data-frame="{index}">']
     for c in frame.cells:
         tip = f' data-tip="{escape(c.tip)}"' if c.tip and not standalone else ""

@@ -117,9 +117,9 @@ def test_page_and_fragment(client):
 def test_page_renders_the_frame_in_the_url(client):
     text = client.get("/collective?world=4&count=8&frame=3").text
     assert 'data-current="3"' in text
-    assert '<g class="frame current" data-frame="3">' in text
+    assert '<g class="frame current step" data-frame="3">' in text
     deck, later = text.split('<template class="deck-later">')
-    assert 'data-frame="4"' not in deck and '<g class="frame" data-frame="4">' in later
+    assert 'data-frame="4"' not in deck and '<g class="frame step" data-frame="4">' in later
     assert client.get("/collective?frame=99").status_code == 422
 
 
@@ -173,3 +173,30 @@ def test_json_is_fast_enough_for_the_largest_accepted_trace(client):
     r = client.get("/api/collective?op=all_reduce&world=64&count=128&seed=9")
     assert r.status_code == 200
     assert time.perf_counter() - t0 < 5  # generous: the budget itself is measured by make bench
+
+
+def test_without_torch_the_button_is_disabled_and_names_the_extra(client, monkeypatch):
+    from app.verify import jobs
+    monkeypatch.setattr(jobs, "torch_available",
+                        lambda: (False, "install the verify extra: pip install -e '.[verify]'"))
+    text = client.get("/collective?world=4", headers={"HX-Request": "true"}).text
+    assert "<button type=\"button\" class=\"button\" disabled>Run on real gloo</button>" in text
+    assert "pip install -e &#39;.[verify]&#39;" in text
+
+
+def test_real_runs_are_refused_above_the_server_limit(client):
+    text = client.get("/collective?world=16&count=16", headers={"HX-Request": "true"}).text
+    assert "limited to 8 ranks" in text
+    assert "torchrun --standalone --nproc-per-node 8" in text or "--nnodes 2" in text
+
+
+def test_the_torchrun_command_spans_nodes(client):
+    text = client.get("/collective?world=16&count=16&gpus_per_node=8").text
+    assert "--nnodes 2 --nproc-per-node 8" in text and "--rdzv-backend c10d" in text
+
+
+def test_verify_fragments_answer_in_html(client):
+    r = client.post("/verify/collective?world=64&count=64")
+    assert r.status_code == 200 and "at most 8" in r.text and "job error" in r.text
+    r = client.get("/verify/jobs/does-not-exist")
+    assert "no longer kept" in r.text
