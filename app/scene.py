@@ -43,6 +43,8 @@ class Scene:
     """an :class:`app.verify.jobs.Check`, or None when the scene has no real run"""
     key_slider: str = ""
     """the control a lecturer drags first; ``make bench`` times slider → repaint on it"""
+    preview: str = ""
+    """query of the course index's thumbnail (``/svg/{slug}?{preview}``); none if empty"""
 
     def frame_count(self, trace: Any) -> int:
         return len(trace.frames)

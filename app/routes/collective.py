@@ -150,4 +150,5 @@ SCENE = Scene(
     export=export_view,
     verify=CHECK,
     key_slider="world",
+    preview="world=6&count=12&frame=4",
 )
