@@ -78,7 +78,7 @@ class Snapshot:
     step: int
     params: np.ndarray          # fp32 (master copy in mixed precision)
     model_params: np.ndarray    # what the model computes with: bf16 in mixed precision
-    grad: np.ndarray | None
+    grad: np.ndarray | None     # what the backward pass produced (param.grad), before decay
     states: dict[str, np.ndarray]
     loss: float                 # L(model_params)
 
@@ -252,7 +252,7 @@ def simulate(p: OptimizerQuery) -> OptimizerTrace:
     lost: list[int] = []
     for t in range(1, p.steps + 1):
         # 1. forward and backward: the gradient at the model's weights
-        g = gradient(model, a, c, p.precision)
+        g = raw_grad = gradient(model, a, c, p.precision)
         rec.frame(t, "gradient", _grad_caption(p, t, a, c, model, g), g=g,
                   m_hat=None, v_hat=None, update=None)
         # 2. weight decay: L2 folds λw into the gradient; AdamW shrinks w itself
@@ -333,7 +333,7 @@ def simulate(p: OptimizerQuery) -> OptimizerTrace:
                       w=new_master)
             model = new_master
         master = new_master
-        history.append(Snapshot(t, master.copy(), model.copy(), g.copy(),
+        history.append(Snapshot(t, master.copy(), model.copy(), raw_grad.copy(),
                                 {k: v.copy() for k, v in states.items()}, loss(model)))
 
     return OptimizerTrace(
