@@ -30,9 +30,10 @@ class SceneParams(BaseModel):
                               validate_default=True)
 
     def query(self, **overrides: Any) -> str:
-        """The canonical query string of these params (every field, in declaration order)."""
+        """The canonical query string of these params (every field, in declaration order;
+        optional fields left unset are left out)."""
         values = {**self.model_dump(), **overrides}
-        return urlencode({k: _query_value(v) for k, v in values.items()})
+        return urlencode({k: _query_value(v) for k, v in values.items() if v is not None})
 
 
 def _query_value(value: Any) -> str:
@@ -108,6 +109,9 @@ ParamCount = Annotated[int, Field(ge=1, le=10**13, description="parameters Ψ of
 Steps = Annotated[int, Field(ge=1, le=64, description="optimizer steps")]
 LearningRate = Annotated[float, Field(gt=0, le=10, description="learning rate")]
 WeightDecay = Annotated[float, Field(ge=0, le=1, description="weight-decay coefficient λ")]
+Preset = Literal["gpt2", "gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b"]  # models.PRESETS
+KvHeads = Annotated[int, Field(ge=1, le=512, description="key/value heads (grouped-query "
+                                                        "attention)")]
 GradAccum = Annotated[int, Field(ge=1, le=1024,
                                  description="gradient-accumulation steps (micro-batches per "
                                              "optimizer step)")]
