@@ -159,6 +159,12 @@ def full_peak(layers: int, k: int, per: LayerBytes) -> float:
     return max(candidates)
 
 
+def best_k(layers: int, per: LayerBytes) -> int:
+    """The k with the lowest full-recompute peak (every k costs the same recompute work).
+    Balancing (L/k)·C against k·A gives k ≈ √(L·C/A) — Chen et al.'s √L when C ≈ A."""
+    return min(range(1, layers + 1), key=lambda k: (full_peak(layers, k, per), k))
+
+
 class _Clock:
     """Builds events: memory changes linearly while an event runs."""
 
@@ -231,6 +237,7 @@ class CheckpointTrace:
     frame_events: tuple[tuple[int, int], ...]
     """[first, end) of the chosen timeline's events that each frame shows (frame 0: none)"""
     grad_buffer_bytes: float
+    best_k: int
     global_batch: int
     iteration_ms: float
 
@@ -249,6 +256,7 @@ class CheckpointTrace:
                                 "selective": self.per_layer.selective,
                                 "full": self.per_layer.checkpoint},
             "peak_activation_bytes": self.chosen.peak,
+            "best_recompute_layers": self.best_k,
             "strategies": [t.summary() for t in self.strategies],
             "timeline": [e.to_dict() for e in self.chosen.events],
             "gradient_buffer_bytes": self.grad_buffer_bytes,
@@ -272,14 +280,15 @@ def simulate(p: CheckpointQuery) -> CheckpointTrace:
     k = p.recompute_layers if p.recompute == "full" else 1
     chosen = timeline(model, seq, p, p.recompute, k)
     per = layer_bytes(model, seq, p)
-    # the fourth curve: the chosen k, else Chen et al.'s √L segments
-    k4 = k if (p.recompute == "full" and k > 1) else min(model.layers,
-                                                         max(2, round(math.sqrt(model.layers))))
+    # the fourth curve: the chosen k, else the best k, else Chen et al.'s √L segments
+    best = best_k(model.layers, per)
+    k4 = (k if (p.recompute == "full" and k > 1) else best if best > 1 else
+          min(model.layers, max(2, round(math.sqrt(model.layers)))))
     strategies = tuple(timeline(model, seq, p, r, kk) for r, kk in
                        (("none", 1), ("selective", 1), ("full", 1), ("full", k4)))
     frames, spans = _frames(chosen, per, model.layers)
     grads = model_states.per_gpu(model.param_count(), tp=p.tp, precision="mixed").grads
-    return CheckpointTrace(p, model, seq, per, chosen, strategies, frames, spans, grads,
+    return CheckpointTrace(p, model, seq, per, chosen, strategies, frames, spans, grads, best,
                            p.micro_batch * p.grad_accum * p.dp,
                            p.grad_accum * chosen.time_ms)
 
