@@ -3,7 +3,6 @@ accumulation) and its embed, JSON and SVG."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
@@ -13,7 +12,7 @@ from app.params import (Dp, Ffn, GradAccum, Heads, Hidden, Invalid, KvHeads, Lay
 from app.scene import Scene
 from app.sim.checkpointing import model_of, simulate
 from app.sim.models import PRESETS
-from app.templating import deck_style
+from app.templating import export_context
 from app.views import checkpointing as view
 
 RecomputeLayers = Annotated[int, Field(ge=1, le=512, description="layers per checkpointed "
@@ -77,10 +76,8 @@ def form_view() -> dict:
                                for name, m in PRESETS.items()], "presets": PRESETS}
 
 
-def export_view(p: CheckpointParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
-            "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+def export_view(p, trace, frame: int) -> dict:
+    return export_context(view.build_deck(trace, upto=frame), trace, frame)
 
 
 SCENE = Scene(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -13,7 +12,7 @@ from app.scene import Scene
 from app.sim import model_states
 from app.sim.models import PRESETS
 from app.sim.optimizer import SIMULATED, divergence, simulate
-from app.templating import deck_style
+from app.templating import export_context
 from app.verify.optimizer import CHECK
 from app.views import optimizer as view
 
@@ -81,10 +80,8 @@ def form_view() -> dict:
             "dps": [2**k for k in range(11)]}
 
 
-def export_view(p: OptimizerParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
-            "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+def export_view(p, trace, frame: int) -> dict:
+    return export_context(view.build_deck(trace, upto=frame), trace, frame)
 
 
 def bytes_table(p: OptimizerParams) -> list[dict]:

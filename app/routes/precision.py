@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -11,7 +10,7 @@ from app.params import Invalid, SceneParams, Seed, Steps
 from app.scene import Scene
 from app.sim.number_formats import FORMATS, KEYS, overflows
 from app.sim.precision import simulate
-from app.templating import deck_style
+from app.templating import export_context
 from app.views import precision as view
 
 FP32_MAX = 3.4028234663852886e38
@@ -62,10 +61,8 @@ def form_view() -> dict:
     return {"format_choices": FORMAT_CHOICES}
 
 
-def export_view(p: PrecisionParams, trace, frame: int) -> dict:
-    return {"deck": view.scale_deck(trace, upto=frame), "frame": frame,
-            "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+def export_view(p, trace, frame: int) -> dict:
+    return export_context(view.scale_deck(trace, upto=frame), trace, frame)
 
 
 SCENE = Scene(

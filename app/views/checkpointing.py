@@ -13,25 +13,17 @@ from dataclasses import dataclass
 
 from app.sim.checkpointing import CheckpointTrace, Timeline
 from app.views.palette import DASHES, SERIES
-from app.views.plot import Chart, Scale, line_chart, linear_ticks
+from app.views.plot import Chart, Scale, human_bytes, human_time_us, line_chart, linear_ticks
 
 WIDTH, HEIGHT = 1280, 720
 STRIP_LEFT, STRIP_RIGHT, STRIP_TOP, STRIP_H = 150.0, 1250.0, 84.0, 38.0
-CHART = (150.0, 196.0, 1000.0, 626.0)      # left, top, right, bottom
+CHART = (150.0, 196.0, 980.0, 626.0)       # left, top, right, bottom
 STATE_FILLS = {"empty": "", "full": "#0072B2", "selective": "#56B4E9",
                "checkpoint": "#009E73", "dropped": "", "recomputed": "#E69F00",
                "done": "done"}
 STATE_WORDS = {"full": "all activations", "selective": "all but attention scores",
                "checkpoint": "input only (checkpoint)", "recomputed": "recomputed",
                "done": "freed after backward"}
-
-
-def human(n: float) -> str:
-    """Bytes in GiB or MiB (binary, as GPU memory is counted)."""
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.0f} B"
 
 
 @dataclass(frozen=True)
@@ -47,6 +39,7 @@ class FrameView:
     index: int
     header: str
     cells: tuple[LayerCell, ...]
+    boxes: tuple[tuple[float, float], ...]     # (x, width) around runs of changed layers
     path: str
     cursor_x: float
     cursor_y: float
@@ -80,6 +73,13 @@ class CheckpointDeck:
 
 def _ticks(lo: float, hi: float, fmt, scale: Scale) -> tuple[tuple[float, str], ...]:
     return tuple((round(scale(v), 1), fmt(v)) for v in linear_ticks(lo, hi) if lo <= v <= hi)
+
+
+def ms(t: float) -> str:
+    """Milliseconds in the unit that reads best, up to minutes."""
+    if t == 0:
+        return "0"
+    return human_time_us(t * 1000) if t < 600_000 else f"{t / 60_000:.3g} min"
 
 
 def _byte_ticks(hi: float, scale: Scale) -> tuple[tuple[float, str], ...]:
@@ -118,13 +118,11 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
                                                         trace.strategies[:i]]:
             continue
         curves.append(Curve(s.label, _path(_points(s), sx, sy), SERIES[i + 1], DASHES[i + 1],
-                            False, f"{s.label}: peak {human(s.peak)}, "
-                                   f"{s.time_ms:.3g} ms"))
+                            False, f"peak {human_bytes(s.peak)}, {ms(s.time_ms)}"))
     chosen = trace.chosen
     colour = SERIES[0]
     curves.insert(0, Curve(chosen.label, "", colour, "", True,
-                           f"{chosen.label}: peak {human(chosen.peak)}, "
-                           f"{chosen.time_ms:.3g} ms"))
+                           f"peak {human_bytes(chosen.peak)}, {ms(chosen.time_ms)}"))
     # the layer strip
     n = m.layers
     cell_w = (STRIP_RIGHT - STRIP_LEFT) / n
@@ -135,8 +133,18 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
                          round(cell_w - 2 * pad, 2), STATE_FILLS[state],
                          f"layer {layer + 1}: {STATE_WORDS.get(state, 'nothing held')}")
 
+    def boxes(layers: list[int]) -> tuple[tuple[float, float], ...]:
+        runs: list[list[int]] = []
+        for layer in sorted(layers):
+            if runs and layer == runs[-1][1] + 1:
+                runs[-1][1] = layer
+            else:
+                runs.append([layer, layer])
+        return tuple((round(STRIP_LEFT + a * cell_w, 1), round((b - a + 1) * cell_w, 1))
+                     for a, b in runs)
+
     frames = [FrameView(0, "Before the forward pass",
-                        tuple(cell(i, "empty") for i in range(n)), "", sx(0), sy(0),
+                        tuple(cell(i, "empty") for i in range(n)), (), "", sx(0), sy(0),
                         "")]
     for k in range(1, last + 1):
         i, j = trace.frame_events[k]
@@ -150,8 +158,8 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
         frames.append(FrameView(
             k, f"{trace.frames[k].phase.capitalize()} · frame {k} of {len(trace.frames) - 1}",
             tuple(cell(layer, state) for layer, state in sorted(changed.items())),
-            _path(pts, sx, sy), sx(e_last.end_ms), sy(e_last.memory_after),
-            f"{human(e_last.memory_after)} at {e_last.end_ms:.3g} ms"))
+            boxes(list(changed)), _path(pts, sx, sy), sx(e_last.end_ms), sy(e_last.memory_after),
+            f"{human_bytes(e_last.memory_after)} at {ms(e_last.end_ms)}"))
     every = next(s for s in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128) if n / s <= 24)
     layer_labels = tuple((round(STRIP_LEFT + (i + 0.5) * cell_w, 1), str(i + 1))
                          for i in range(n) if (i + 1) % every == 0 or i == 0)
@@ -164,7 +172,7 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
     return CheckpointDeck(
         WIDTH, HEIGHT, f"{m.name} · {n} layers · s = {m.seq} · b = {p.micro_batch} · "
                        f"t = {p.tp}{sp}",
-        CHART, _ticks(0, t_max, lambda v: f"{v:g} ms", sx), _byte_ticks(m_max, sy),
+        CHART, _ticks(0, t_max, ms, sx), _byte_ticks(m_max, sy),
         tuple(curves), colour, layer_labels, tuple(frames),
         legend)
 

@@ -21,7 +21,7 @@ def test_slider_recompute_and_keyboard(page):
     page.locator(".segmented span", has_text=re.compile(r"^selective$")).click()
     page.wait_for_url(re.compile(r"recompute=selective"))
     expect(page.locator("#f-recompute_layers")).to_be_hidden()
-    expect(page.locator(".deck text", has_text="selective (this run)")).to_be_visible()
+    expect(page.locator(".deck text", has_text="selective this run")).to_be_visible()
 
     page.locator(".deck-frame").click()
     for _ in range(3):
