@@ -30,9 +30,10 @@ class SceneParams(BaseModel):
                               validate_default=True)
 
     def query(self, **overrides: Any) -> str:
-        """The canonical query string of these params (every field, in declaration order)."""
+        """The canonical query string of these params (every field, in declaration order;
+        optional fields left unset are left out)."""
         values = {**self.model_dump(), **overrides}
-        return urlencode({k: _query_value(v) for k, v in values.items()})
+        return urlencode({k: _query_value(v) for k, v in values.items() if v is not None})
 
 
 def _query_value(value: Any) -> str:
@@ -97,6 +98,23 @@ Ffn = Annotated[int, Field(ge=1, le=524288, description="MLP inner size")]
 Vocab = Annotated[int, Field(ge=1, le=1048576, description="vocabulary size V")]
 Seq = Annotated[int, Field(ge=1, le=1048576, description="sequence length s")]
 MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b")]
+
+# Training set-up shared by the memory ledger, optimizers, precision and checkpointing.
+# Optimizer names are app.sim.model_states.OPTIMIZERS; a scene that animates fewer of them says
+# which in an Invalid("optimizer", …).
+Optimizer = Literal["sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit"]
+Precision = Literal["fp32", "mixed"]          # mixed: 16-bit params and grads, fp32 master/states
+Recompute = Literal["none", "selective", "full"]
+ParamCount = Annotated[int, Field(ge=1, le=10**13, description="parameters Ψ of the model")]
+Steps = Annotated[int, Field(ge=1, le=64, description="optimizer steps")]
+LearningRate = Annotated[float, Field(gt=0, le=10, description="learning rate")]
+WeightDecay = Annotated[float, Field(ge=0, le=1, description="weight-decay coefficient λ")]
+Preset = Literal["gpt2", "gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b"]  # models.PRESETS
+KvHeads = Annotated[int, Field(ge=1, le=512, description="key/value heads (grouped-query "
+                                                        "attention)")]
+GradAccum = Annotated[int, Field(ge=1, le=1024,
+                                 description="gradient-accumulation steps (micro-batches per "
+                                             "optimizer step)")]
 
 
 # --- parsing with messages ------------------------------------------------------------------

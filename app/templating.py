@@ -7,6 +7,7 @@ htmx request, with jinja2-fragments, so one template serves both (DESIGN princip
 from __future__ import annotations
 
 import hashlib
+import textwrap
 from functools import lru_cache
 from pathlib import Path
 
@@ -58,6 +59,13 @@ def deck_style(standalone: bool) -> Markup:
     """The decks' CSS: theme variables for pages, fixed light colours for exported files."""
     colours = LIGHT_COLOURS if standalone else PAGE_COLOURS
     return Markup(render("_partials/deck_style.css", c=colours))
+
+
+def export_context(deck, trace, frame: int) -> dict:
+    """The context of a scene's standalone SVG: the deck cut after ``frame``, fixed light
+    colours, and the frame's caption in at most three lines."""
+    return {"deck": deck, "frame": frame, "style": deck_style(standalone=True),
+            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
 
 
 def render(template: str, block: str | None = None, **context) -> str:

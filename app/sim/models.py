@@ -70,3 +70,22 @@ def ptdp_param_count(layers: int, hidden: int, vocab: int, seq: int) -> float:
     """Narayanan et al. 2021 (PTD-P), §5.1: P = 12lh²(1 + 13/(12h) + (V + s)/(12lh))."""
     l, h = layers, hidden
     return 12 * l * h * h * (1 + 13 / (12 * h) + (vocab + seq) / (12 * l * h))
+
+
+def resolve(preset: str, *, layers: int | None = None, hidden: int | None = None,
+            heads: int | None = None, kv_heads: int | None = None, ffn: int | None = None,
+            vocab: int | None = None, seq: int | None = None) -> ModelShape:
+    """A preset with explicit sizes overriding its own (DESIGN.md: "explicit values override
+    the preset's"). Sizes that follow from others follow them unless given: a GPT's MLP is 4h;
+    a Llama's keeps its ratio to h (rounded to a multiple of 256, as Llama's are); a
+    multi-head model keeps kv_heads = heads, a grouped-query one its own kv_heads."""
+    base = PRESETS[preset]
+    h = hidden or base.hidden
+    a = heads or base.heads
+    if ffn is None:
+        ffn = 4 * h if base.family == "gpt" else max(256, round(base.ffn * h / base.hidden
+                                                                / 256) * 256)
+    if kv_heads is None:
+        kv_heads = a if base.kv_heads == base.heads else min(base.kv_heads, a)
+    return ModelShape(base.name, base.family, layers or base.layers, h, a, kv_heads, ffn,
+                      vocab or base.vocab, seq or base.seq)

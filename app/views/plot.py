@@ -112,8 +112,8 @@ def line_chart(data: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
     sx = Scale(x_lo, x_hi, left, right, x_log)
     sy = Scale(y_lo, y_hi, bottom, top, y_log)
     x_ticks = (log_ticks(x_lo, x_hi, x_tick_base, x_tick_every) if x_log
-               else _linear_ticks(x_lo, x_hi))
-    y_ticks = log_ticks(y_lo, y_hi) if y_log else _linear_ticks(y_lo, y_hi)
+               else linear_ticks(x_lo, x_hi))
+    y_ticks = log_ticks(y_lo, y_hi) if y_log else linear_ticks(y_lo, y_hi)
     series = []
     for k, (name, series_x, series_y) in enumerate(data):
         points = tuple((round(sx(x), 1), round(sy(y), 1)) for x, y in zip(series_x, series_y))
@@ -129,7 +129,8 @@ def line_chart(data: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
                  title)
 
 
-def _linear_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+def linear_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round values (1, 2 or 5 × 10^k apart) covering [lo, hi], at most about ``count``."""
     step = 10 ** math.floor(math.log10((hi - lo) / count or 1))
     for factor in (1, 2, 5, 10):
         if (hi - lo) / (step * factor) <= count:

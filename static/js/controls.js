@@ -6,6 +6,7 @@
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
+//   data-show-when="field"            … or for those values of another control (default "op")
 (function () {
   "use strict";
 
@@ -50,7 +51,8 @@
     var checked = form.querySelector("input[data-ops]:checked");
     if ((!checked || checked.disabled) && fallback) fallback.checked = true;
     form.querySelectorAll("[data-show-for]").forEach(function (block) {
-      block.hidden = block.dataset.showFor.split(" ").indexOf(op) < 0;
+      var current = block.dataset.showWhen ? value(form, block.dataset.showWhen) : op;
+      block.hidden = block.dataset.showFor.split(" ").indexOf(current) < 0;
     });
   }
 
