@@ -46,9 +46,11 @@ def environment() -> Environment:
 
 PAGE_COLOURS = {"bg": "var(--svg-bg)", "ink": "var(--ink)", "muted": "var(--muted)",
                 "line": "var(--line)", "empty": "var(--empty)",
-                "cell_stroke": "var(--cell-stroke, 2.5px)"}
+                "cell_stroke": "var(--cell-stroke, 2.5px)", "good": "var(--good)",
+                "bad": "var(--bad)"}
 LIGHT_COLOURS = {"bg": "#ffffff", "ink": "#1a1a1a", "muted": "#555c66", "line": "#c4c9d0",
-                 "empty": "#8a939e", "cell_stroke": "2.5px"}
+                 "empty": "#8a939e", "cell_stroke": "2.5px", "good": "#007a55",
+                 "bad": "#b3261e"}
 
 
 @lru_cache(maxsize=4)

@@ -15,8 +15,8 @@ from app.views.palette import DASHES, SERIES
 
 def human_bytes(n: float) -> str:
     """1024 → "1 KiB", 3·2²⁰ → "3 MiB" (binary units, as message sizes usually are)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(n) < 1024 or unit == "EiB":
             return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     raise AssertionError
@@ -112,8 +112,8 @@ def line_chart(data: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
     sx = Scale(x_lo, x_hi, left, right, x_log)
     sy = Scale(y_lo, y_hi, bottom, top, y_log)
     x_ticks = (log_ticks(x_lo, x_hi, x_tick_base, x_tick_every) if x_log
-               else _linear_ticks(x_lo, x_hi))
-    y_ticks = log_ticks(y_lo, y_hi) if y_log else _linear_ticks(y_lo, y_hi)
+               else linear_ticks(x_lo, x_hi))
+    y_ticks = log_ticks(y_lo, y_hi) if y_log else linear_ticks(y_lo, y_hi)
     series = []
     for k, (name, series_x, series_y) in enumerate(data):
         points = tuple((round(sx(x), 1), round(sy(y), 1)) for x, y in zip(series_x, series_y))
@@ -129,7 +129,7 @@ def line_chart(data: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
                  title)
 
 
-def _linear_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+def linear_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     step = 10 ** math.floor(math.log10((hi - lo) / count or 1))
     for factor in (1, 2, 5, 10):
         if (hi - lo) / (step * factor) <= count:

@@ -6,6 +6,8 @@
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
+//   <option data-fill='{"f": v, …}'>  choosing it empties fields f and shows v as placeholders
+//   <form data-drop-empty>             empty fields are left out of the request and the URL
 (function () {
   "use strict";
 
@@ -50,6 +52,18 @@
     if ((!checked || checked.disabled) && fallback) fallback.checked = true;
     form.querySelectorAll("[data-show-for]").forEach(function (block) {
       block.hidden = block.dataset.showFor.split(" ").indexOf(op) < 0;
+    });
+  }
+
+  function applyFill(select) {
+    var option = select.options[select.selectedIndex];
+    if (!option || !option.dataset.fill) return;
+    var values = JSON.parse(option.dataset.fill);
+    Object.keys(values).forEach(function (name) {
+      var input = select.form.elements[name];
+      if (!input) return;
+      input.value = "";
+      input.placeholder = String(values[name]);
     });
   }
 
@@ -98,8 +112,17 @@
     // capture phase: runs before htmx's own listener reads the form
     form.addEventListener("input", function (event) {
       if (event.target.name) setOutput(event.target);
+      if (event.target.tagName === "SELECT") applyFill(event.target);
       fixDependents(form);
     }, true);
+    if (form.hasAttribute("data-drop-empty")) {
+      form.addEventListener("htmx:configRequest", function (event) {
+        var params = event.detail.parameters;
+        Array.prototype.forEach.call(form.elements, function (el) {
+          if (el.name && el.value === "" && params[el.name] === "") delete params[el.name];
+        });
+      });
+    }
     fixDependents(form);
   }
 
