@@ -80,43 +80,44 @@ def simulate(c: MemoryConfig) -> MemoryTrace:
 
 
 def frames(c: MemoryConfig, led: Ledger, verdict: Fit) -> tuple[Frame, ...]:
+    """Five captions, one per category, with this set-up's numbers."""
+    hb = human_bytes
     tp_pp = c.tp * c.pp
     dtype = "16-bit" if c.precision == "mixed" else "fp32"
     share = (f"; t·p = {tp_pp} GPUs share the model, so this one holds Ψ/{tp_pp}"
              if tp_pp > 1 else "")
+
+    def sharded(stage: int) -> str:
+        if c.zero >= stage and c.dp > 1:
+            return f" ZeRO-{c.zero} splits them over the {c.dp} data-parallel GPUs."
+        return ""
+
     states = sum(led.bytes(k) for k in MODEL_STATES)
-    opt = OPTIMIZER_NAMES[c.optimizer]
-    opt_items = [i for i in led.items if i.category == "optimizer"]
-    kept = ", ".join(i.label for i in opt_items) or "nothing"
-    acts = [i for i in led.items if i.category == "activations"]
-    largest = max(acts, key=lambda i: i.bytes)
-    zero_note = {0: "", 1: f" ZeRO-1 splits them over the {c.dp} data-parallel GPUs.",
-                 2: f" ZeRO-2 splits them over the {c.dp} data-parallel GPUs.",
-                 3: f" ZeRO-3 splits them over the {c.dp} data-parallel GPUs."}
+    kept = ", ".join(i.label for i in led.items if i.category == "optimizer") or "nothing"
+    largest = max((i for i in led.items if i.category == "activations"),
+                  key=lambda i: i.bytes)
     recompute = {"none": "nothing is recomputed",
                  "selective": "selective recompute drops the attention scores",
                  "full": "full recompute keeps only each layer's input"}[c.recompute]
     gpu = verdict.gpu
     if verdict.fits:
-        ending = (f"fits on the {gpu.name} with {human_bytes(verdict.free)} to spare; the largest "
+        ending = (f"fits on the {gpu.name} with {hb(verdict.free)} to spare; the largest "
                   f"micro-batch that fits is {verdict.max_micro_batch}.")
     else:
-        ending = (f"does not fit on the {gpu.name} ({human_bytes(gpu.capacity)}): {human_bytes(-verdict.free)} "
-                  f"over. " + (f"Micro-batch {verdict.max_micro_batch} would fit."
-                               if verdict.max_micro_batch else
-                               "Not even micro-batch 1 fits — see what to change."))
+        ending = (f"does not fit on the {gpu.name} ({hb(gpu.capacity)}): {hb(-verdict.free)} "
+                  "over. " + (f"Micro-batch {verdict.max_micro_batch} would fit."
+                              if verdict.max_micro_batch else
+                              "Not even micro-batch 1 fits — see what to change."))
     captions = (
-        f"Ψ = {count(c.psi)} parameters in {dtype} take {human_bytes(led.bytes('params'))} on "
-        f"this GPU{share}." + (f" ZeRO-3 shards them over {c.dp} GPUs." if c.zero == 3
-                                  and c.dp > 1 else ""),
-        f"Backward writes one gradient per parameter: {human_bytes(led.bytes('grads'))} in {dtype}."
-        + (zero_note[2] if c.zero >= 2 and c.dp > 1 else ""),
-        f"{opt} keeps {kept}: {human_bytes(led.bytes('optimizer'))}."
-        + (zero_note[1] if c.zero >= 1 and c.dp > 1 else "")
-        + f" Model states so far: {human_bytes(states)}.",
-        f"The forward pass keeps {human_bytes(led.per_layer_bytes)} per layer for backward and this GPU "
-        f"holds {led.stage.layers_in_flight} layers' worth: {human_bytes(led.bytes('activations'))} "
-        f"({recompute}). The largest part is the {largest.label} ({human_bytes(largest.bytes)}).",
-        f"With {human_bytes(led.bytes('buffers'))} of buffers the peak is {human_bytes(led.peak)}: it {ending}",
+        f"Ψ = {count(c.psi)} parameters in {dtype} take {hb(led.bytes('params'))} on this "
+        f"GPU{share}." + sharded(3),
+        f"Backward writes one gradient per parameter: {hb(led.bytes('grads'))} in {dtype}."
+        + sharded(2),
+        f"{OPTIMIZER_NAMES[c.optimizer]} keeps {kept}: {hb(led.bytes('optimizer'))}."
+        + sharded(1) + f" Model states so far: {hb(states)}.",
+        f"The forward pass keeps {hb(led.per_layer_bytes)} per layer for backward and this GPU "
+        f"holds {led.stage.layers_in_flight} layers' worth: {hb(led.bytes('activations'))} "
+        f"({recompute}). The largest part is the {largest.label} ({hb(largest.bytes)}).",
+        f"With {hb(led.bytes('buffers'))} of buffers the peak is {hb(led.peak)}: it {ending}",
     )
     return tuple(Frame(k, caption, phase=CATEGORIES[k]) for k, caption in enumerate(captions))
