@@ -162,7 +162,7 @@ def box_labels(label: str, value: str, x: float, y: float, w: float, h: float, i
     alone when the name does not; nothing when neither does (the hover still tells)."""
     for size in (16, 14):
         width = int((w - 12) / (CHAR_BOLD * size))
-        lines = textwrap.wrap(label, width) if width > 0 else []
+        lines = textwrap.wrap(label, width, break_long_words=False) if width > 0 else []
         rows = int((h - 8) // (size + 4))
         if lines and len(lines) + 1 <= rows and all(len(line) <= width for line in lines) \
                 and len(value) <= width:
@@ -173,6 +173,23 @@ def box_labels(label: str, value: str, x: float, y: float, w: float, h: float, i
     if h >= 24 and fits(value, 14, w - 12, bold=True):
         return (Text(x + 6, y + 20, value, 14, fill=ink, weight=600),)
     return ()
+
+
+def bar_labels(category: str, total: float, top: float, bottom: float, cap_y: float
+               ) -> list[Text]:
+    """Name and bytes (or bytes alone) at the top of a bar segment — or just below the
+    capacity line when that line crosses where they would go."""
+    x, ink = (BAR_LEFT + BAR_RIGHT) / 2, text_on(COLOURS[category])
+    lines = [(LEGEND[category], 600), (human_bytes(total), 400)]
+    if not fits(LEGEND[category], 14, BAR_RIGHT - BAR_LEFT - 8, bold=True):
+        lines = lines[1:]
+    while lines:
+        start = top if not top - 4 <= cap_y <= top + 18 * len(lines) + 4 else cap_y + 4
+        if start + 18 * len(lines) + 2 <= bottom:
+            return [Text(x, round(start + 17 * (k + 1), 1), text, 14, "middle", ink, weight)
+                    for k, (text, weight) in enumerate(lines)]
+        lines = lines[1:] if len(lines) > 1 else []
+    return []
 
 
 def unit_of(limit: float) -> tuple[float, str]:
@@ -212,15 +229,7 @@ def build_deck(trace, title: str) -> Deck:
         bar = None
         if total > 0:
             top, bottom = y_of(below + total), y_of(below)
-            labels = []
-            if bottom - top >= 38 and fits(LEGEND[category], 14, BAR_RIGHT - BAR_LEFT - 8, True):
-                labels = [Text((BAR_LEFT + BAR_RIGHT) / 2, top + 17, LEGEND[category], 14,
-                               "middle", text_on(COLOURS[category]), 600),
-                          Text((BAR_LEFT + BAR_RIGHT) / 2, top + 34, human_bytes(total), 14,
-                               "middle", text_on(COLOURS[category]))]
-            elif bottom - top >= 20:
-                labels = [Text((BAR_LEFT + BAR_RIGHT) / 2, top + 15, human_bytes(total), 14,
-                               "middle", text_on(COLOURS[category]), 600)]
+            labels = bar_labels(category, total, top, bottom, cap_y)
             bar = Box(BAR_LEFT, round(top, 1), BAR_RIGHT - BAR_LEFT, round(bottom - top, 1),
                       COLOURS[category], f"{NAMES[category]}: {human_bytes(total)}",
                       False, tuple(labels))
