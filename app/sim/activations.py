@@ -23,7 +23,7 @@ the same ledger for fp32 training (every activation twice as large, the masks st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -115,8 +115,9 @@ def kept_terms(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
             continue
         # with sequence parallelism the LayerNorm/dropout regions are split along s as well
         shard = tp if (term.sharded_by_tp or sequence_parallel) else 1
-        kept.append(replace(term, bytes=term.bytes / shard,
-                            formula=term.formula + ("/t" if shard > 1 else "")))
+        kept.append(ActivationTerm(term.name, term.bytes / shard,
+                                   term.formula + ("/t" if shard > 1 else ""),
+                                   term.sharded_by_tp, term.kept_by_selective))
     return tuple(kept)
 
 

@@ -137,6 +137,13 @@ def hover(item: Item) -> str:
             f"{source} — {item.detail}")
 
 
+def bar_hover(category: str, items, total: float) -> str:
+    """A bar segment's hover: the sum of its lines' formulas (or how many lines it sums)."""
+    parts = [i.formula for i in items if i.category == category and i.bytes > 0]
+    sum_of = " + ".join(parts) if len(parts) <= 4 else f"the sum of {len(parts)} lines"
+    return f"{NAMES[category]} = {sum_of} = {human_bytes(total)}"
+
+
 def shade(colour: str, k: int, n: int) -> str:
     """The k-th of n shades of a category colour, lighter towards the end."""
     return ramp((colour, "#ffffff"), 0.45 * k / max(n - 1, 1)) if n > 1 else colour
@@ -231,7 +238,7 @@ def build_deck(trace, title: str) -> Deck:
             top, bottom = y_of(below + total), y_of(below)
             labels = bar_labels(category, total, top, bottom, cap_y)
             bar = Box(BAR_LEFT, round(top, 1), BAR_RIGHT - BAR_LEFT, round(bottom - top, 1),
-                      COLOURS[category], f"{NAMES[category]}: {human_bytes(total)}",
+                      COLOURS[category], bar_hover(category, led.items, total),
                       False, tuple(labels))
             below += total
         items = [i for i in led.items if i.category == category]
