@@ -249,8 +249,9 @@ def main() -> None:
     shape = ModelShape("measured", args.family, args.layers, args.hidden, args.heads,
                        args.kv_heads, args.ffn, args.vocab, args.seq)
     torch.manual_seed(args.seed)
-    model = Stage(shape, g, args.layers // args.pp, first=True, last=args.pp == 1,
-                  recompute=args.recompute)
+    with device:   # a full-size stage is built on the GPU directly, not in host memory
+        model = Stage(shape, g, args.layers // args.pp, first=True, last=args.pp == 1,
+                      recompute=args.recompute)
     model.to(device=device, dtype=torch.bfloat16 if args.precision == "mixed" else torch.float32)
     model.train()
     started = time.perf_counter()

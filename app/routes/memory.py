@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 from pydantic import field_validator, model_validator
@@ -112,8 +111,7 @@ def page_view(p: MemoryParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"presets": PRESETS, "preset_fill": {k: view.preset_fill(m) for k, m in PRESETS.items()},
-            "log2": math.log2}
+    return {"preset_fill": {k: view.preset_fill(m) for k, m in PRESETS.items()}}
 
 
 def export_view(p: MemoryParams, trace, frame: int) -> dict:

@@ -5,6 +5,7 @@ set-up and torchrun command (app/verify/memory.py)."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 from app.sim.activations import RECOMPUTE, kept_terms, korthikanti_table2, per_layer_bytes
 from app.sim.memory import count
@@ -85,9 +86,17 @@ def page_context(p, trace, frame: int) -> dict:
         "scaled": scaled, "scaled_query": scaled_query, "scaled_world": world,
         "torchrun": (f"torchrun --standalone --nproc-per-node {world} workers/memory.py "
                      f"{' '.join(worker_args(scaled))} --out report.json"),
-        "full_command": (f"torchrun --standalone --nproc-per-node {c.dp * c.tp} "
-                         f"workers/memory.py {' '.join(worker_args(c))} --out report.json"),
+        "node_command": node_command(c),
     }
+
+
+def node_command(c) -> str:
+    """This set-up's shape measured full size on one 8-GPU node: tp as chosen (at most 8), the
+    rest of the node data-parallel."""
+    tp = min(c.tp, 8)
+    node = replace(c, tp=tp, dp=max(1, 8 // tp))
+    return (f"torchrun --standalone --nproc-per-node {node.tp * node.dp} workers/memory.py "
+            f"{' '.join(worker_args(node))} --out report.json")
 
 
 def export_context(p, trace, frame: int) -> dict:
