@@ -184,3 +184,11 @@ def test_course_index_links_the_scene(client):
     home = client.get("/").text
     assert 'href="/memory"' in home
     assert home.index('href="/memory"') < home.index('href="/collective"')
+
+
+def test_real_run_button_and_bad_query(client):
+    page = client.get("/memory").text
+    assert 'hx-post="/verify/memory?' in page and "saved_tensors_hooks" in page
+    assert "workers/memory.py --family llama --layers 2 --hidden 128" in page
+    r = client.post("/api/verify/memory?tp=3")
+    assert r.status_code == 422 and r.json()["detail"][0]["param"] == "tp"
