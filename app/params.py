@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -30,8 +31,8 @@ class SceneParams(BaseModel):
                               validate_default=True)
 
     def query(self, **overrides: Any) -> str:
-        """The canonical query string of these params (every field, in declaration order;
-        optional fields left unset are left out)."""
+        """The canonical query string of these params (every field that is set, in declaration
+        order; an optional field left at None is left out)."""
         values = {**self.model_dump(), **overrides}
         return urlencode({k: _query_value(v) for k, v in values.items() if v is not None})
 
@@ -99,19 +100,21 @@ Vocab = Annotated[int, Field(ge=1, le=1048576, description="vocabulary size V")]
 Seq = Annotated[int, Field(ge=1, le=1048576, description="sequence length s")]
 MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b")]
 
-# Training set-up shared by the memory ledger, optimizers, precision and checkpointing.
-# Optimizer names are app.sim.model_states.OPTIMIZERS; a scene that animates fewer of them says
-# which in an Invalid("optimizer", …).
+# Training set-up shared by the memory ledger, optimizers, ZeRO, precision and checkpointing
+# (chapters 1, 3, 5 and 8). Optimizer names are app.sim.model_states.OPTIMIZERS; a scene that
+# animates fewer of them says which in an Invalid("optimizer", …).
+ModelPreset = Literal["gpt2", "gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b"]  # PRESETS
+KvHeads = Annotated[int, Field(ge=1, le=512,
+                               description="key/value heads (grouped-query attention)")]
+ParamCount = Annotated[int, Field(ge=1, le=10**15, description="parameters Ψ")]
+ZeroStage = Annotated[int, Field(ge=0, le=3, description="ZeRO stage")]
+Recompute = Literal["none", "selective", "full"]
 Optimizer = Literal["sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit"]
 Precision = Literal["fp32", "mixed"]          # mixed: 16-bit params and grads, fp32 master/states
-Recompute = Literal["none", "selective", "full"]
-ParamCount = Annotated[int, Field(ge=1, le=10**13, description="parameters Ψ of the model")]
+GpuModel = Literal["a100-40", "a100-80", "h100-80", "h200-141", "mi300x-192"]
 Steps = Annotated[int, Field(ge=1, le=64, description="optimizer steps")]
 LearningRate = Annotated[float, Field(gt=0, le=10, description="learning rate")]
 WeightDecay = Annotated[float, Field(ge=0, le=1, description="weight-decay coefficient λ")]
-Preset = Literal["gpt2", "gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b"]  # models.PRESETS
-KvHeads = Annotated[int, Field(ge=1, le=512, description="key/value heads (grouped-query "
-                                                        "attention)")]
 GradAccum = Annotated[int, Field(ge=1, le=1024,
                                  description="gradient-accumulation steps (micro-batches per "
                                              "optimizer step)")]
@@ -147,7 +150,7 @@ def describe(model: type[SceneParams], name: str) -> str:
     field = model.model_fields.get(name)
     if field is None:
         return "a known parameter"
-    annotation = field.annotation
+    annotation, _ = _unwrap(field)
     if get_origin(annotation) is Literal:
         return "one of " + ", ".join(str(v) for v in get_args(annotation))
     if annotation is bool:
@@ -171,10 +174,24 @@ def field_range(model: type[SceneParams], name: str) -> tuple[float | None, floa
     return low, high
 
 
+def _unwrap(field) -> tuple[Any, list]:
+    """(type, constraints) of a field, looking inside ``X | None`` where X is Annotated."""
+    annotation, metadata = field.annotation, list(field.metadata)
+    if get_origin(annotation) in (Union, UnionType):
+        inner = [a for a in get_args(annotation) if a is not type(None)]
+        if len(inner) == 1:
+            annotation = inner[0]
+            if get_origin(annotation) is Annotated:
+                annotation, *extra = get_args(annotation)
+                for meta in extra:
+                    metadata += getattr(meta, "metadata", [meta])
+    return annotation, metadata
+
+
 def _bounds(field) -> tuple[tuple[Any, bool], tuple[Any, bool]]:
     """((low, strict), (high, strict)) from a field's ge/gt/le/lt constraints."""
     low = high = (None, False)
-    for meta in field.metadata:
+    for meta in _unwrap(field)[1]:
         for attr, strict, is_low in (("ge", False, True), ("gt", True, True),
                                      ("le", False, False), ("lt", True, False)):
             value = getattr(meta, attr, None)

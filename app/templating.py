@@ -48,10 +48,12 @@ def environment() -> Environment:
 PAGE_COLOURS = {"bg": "var(--svg-bg)", "ink": "var(--ink)", "muted": "var(--muted)",
                 "line": "var(--line)", "empty": "var(--empty)",
                 "cell_stroke": "var(--cell-stroke, 2.5px)", "complete": "var(--complete)",
-                "complete_ink": "var(--complete-ink)", "cell_edge": "var(--cell-edge)"}
+                "complete_ink": "var(--complete-ink)", "cell_edge": "var(--cell-edge)",
+                "good": "var(--good)", "bad": "var(--bad)"}
 LIGHT_COLOURS = {"bg": "#ffffff", "ink": "#1a1a1a", "muted": "#555c66", "line": "#c4c9d0",
                  "empty": "#8a939e", "cell_stroke": "2.5px", "complete": "#3b4252",
-                 "complete_ink": "#ffffff", "cell_edge": "none"}
+                 "complete_ink": "#ffffff", "cell_edge": "none", "good": "#007a55",
+                 "bad": "#b3261e"}
 
 
 @lru_cache(maxsize=4)

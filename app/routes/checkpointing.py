@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from app.params import (Dp, Ffn, GradAccum, Heads, Hidden, Invalid, KvHeads, Layers,
-                        MicroBatch, Preset, Recompute, SceneParams, Seq, Tp, Vocab)
+                        MicroBatch, ModelPreset, Recompute, SceneParams, Seq, Tp, Vocab)
 from app.scene import Scene
 from app.sim.checkpointing import model_of, simulate
 from app.sim.models import PRESETS
@@ -22,7 +22,7 @@ SIZES = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 
 
 class CheckpointParams(SceneParams):
-    preset: Preset = "gpt2"                   # model shape; the sizes below override it
+    preset: ModelPreset = "gpt2"                 # model shape; the sizes below override it
     layers: Layers | None = None              # L (default: the preset's)
     hidden: Hidden | None = None              # h
     heads: Heads | None = None                # a

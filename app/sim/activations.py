@@ -17,7 +17,8 @@ attention scores: softmax output 2, dropout mask 1, dropout output 2. The breakd
 each term by name so a page can show where the bytes go, and generalises the two places where
 modern models differ from GPT-3: grouped-query attention (K and V are kv_heads/heads as large)
 and a gated MLP (SwiGLU keeps gate and up projections, ffn wide each). With kv_heads = heads,
-ffn = 4h, no gate and dropout on, the terms add up to Table 2 exactly.
+ffn = 4h, no gate and dropout on, the terms add up to Table 2 exactly. ``act_bytes`` = 4 gives
+the same ledger for fp32 training (every activation twice as large, the masks still 1 byte).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class LayerShape:
     ffn: int | None = None        # None: 4h
     gated_mlp: bool = False       # SwiGLU: gate and up projections
     dropout: bool = True          # GPT-3 style dropout after attention, scores and MLP
+    act_bytes: int = 2            # bytes per stored activation (2: 16-bit, 4: fp32)
 
     @property
     def kv(self) -> int:
@@ -63,52 +65,66 @@ def terms(shape: LayerShape) -> tuple[ActivationTerm, ...]:
     kv = shape.kv / shape.heads
     f = shape.inner
     mask = 1 if shape.dropout else 0
+    e = shape.act_bytes
     out = [
-        ActivationTerm("LayerNorm 1 input", 2 * sbh, "2sbh", False, True),
-        ActivationTerm("QKV projection input", 2 * sbh, "2sbh", False, True),
-        ActivationTerm("Q", 2 * sbh, "2sbh", True, True),
-        ActivationTerm("K", 2 * sbh * kv, "2sbh·kv/a", True, True),
-        ActivationTerm("softmax output", 2 * a * s * s * b, "2as²b", True, False),
+        ActivationTerm("LayerNorm 1 input", e * sbh, f"{e}sbh", False, True),
+        ActivationTerm("QKV projection input", e * sbh, f"{e}sbh", False, True),
+        ActivationTerm("Q", e * sbh, f"{e}sbh", True, True),
+        ActivationTerm("K", e * sbh * kv, f"{e}sbh·kv/a", True, True),
+        ActivationTerm("softmax output", e * a * s * s * b, f"{e}as²b", True, False),
         ActivationTerm("attention dropout mask", mask * a * s * s * b, "as²b", True, False),
-        ActivationTerm("attention dropout output", mask * 2 * a * s * s * b, "2as²b", True, False),
-        ActivationTerm("V", 2 * sbh * kv, "2sbh·kv/a", True, True),
-        ActivationTerm("output projection input", 2 * sbh, "2sbh", True, True),
+        ActivationTerm("attention dropout output", mask * e * a * s * s * b, f"{e}as²b", True,
+                       False),
+        ActivationTerm("V", e * sbh * kv, f"{e}sbh·kv/a", True, True),
+        ActivationTerm("output projection input", e * sbh, f"{e}sbh", True, True),
         ActivationTerm("attention dropout mask (residual)", mask * sbh, "sbh", False, True),
-        ActivationTerm("LayerNorm 2 input", 2 * sbh, "2sbh", False, True),
-        ActivationTerm("MLP input", 2 * sbh, "2sbh", False, True),
+        ActivationTerm("LayerNorm 2 input", e * sbh, f"{e}sbh", False, True),
+        ActivationTerm("MLP input", e * sbh, f"{e}sbh", False, True),
     ]
     if shape.gated_mlp:
         out += [
-            ActivationTerm("gate projection output", 2 * s * b * f, "2sbf", True, True),
-            ActivationTerm("up projection output", 2 * s * b * f, "2sbf", True, True),
-            ActivationTerm("down projection input", 2 * s * b * f, "2sbf", True, True),
+            ActivationTerm("gate projection output", e * s * b * f, f"{e}sbf", True, True),
+            ActivationTerm("up projection output", e * s * b * f, f"{e}sbf", True, True),
+            ActivationTerm("down projection input", e * s * b * f, f"{e}sbf", True, True),
         ]
     else:
         out += [
-            ActivationTerm("GeLU input", 2 * s * b * f, "2sbf", True, True),
-            ActivationTerm("second linear input", 2 * s * b * f, "2sbf", True, True),
+            ActivationTerm("GeLU input", e * s * b * f, f"{e}sbf", True, True),
+            ActivationTerm("second linear input", e * s * b * f, f"{e}sbf", True, True),
         ]
     out.append(ActivationTerm("MLP dropout mask", mask * sbh, "sbh", False, True))
     return tuple(t for t in out if t.bytes)
 
 
-def per_layer_bytes(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
-                    recompute: str = "none") -> float:
-    """Activation bytes one layer keeps, one micro-batch, one GPU (Korthikanti Table 2)."""
+def kept_terms(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
+               recompute: str = "none") -> tuple[ActivationTerm, ...]:
+    """The terms one layer keeps on one GPU, bytes divided as tensor and sequence parallelism
+    divide them and formulas carrying the divisor (``2as²b/t``). Full recompute keeps only the
+    layer's input (Table 2: 2sbh, split along s under sequence parallelism)."""
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}, got {recompute!r}")
     sbh = shape.seq * shape.micro_batch * shape.hidden
+    e = shape.act_bytes
     if recompute == "full":
-        # only each layer's input survives the forward pass
-        return 2 * sbh / (tp if sequence_parallel else 1)
-    total = 0.0
+        shard = tp if sequence_parallel else 1
+        return (ActivationTerm("layer input (checkpoint)", e * sbh / shard,
+                               f"{e}sbh" + ("/t" if shard > 1 else ""), sequence_parallel, True),)
+    kept = []
     for term in terms(shape):
         if recompute == "selective" and not term.kept_by_selective:
             continue
         # with sequence parallelism the LayerNorm/dropout regions are split along s as well
         shard = tp if (term.sharded_by_tp or sequence_parallel) else 1
-        total += term.bytes / shard
-    return total
+        kept.append(ActivationTerm(term.name, term.bytes / shard,
+                                   term.formula + ("/t" if shard > 1 else ""),
+                                   term.sharded_by_tp, term.kept_by_selective))
+    return tuple(kept)
+
+
+def per_layer_bytes(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
+                    recompute: str = "none") -> float:
+    """Activation bytes one layer keeps, one micro-batch, one GPU (Korthikanti Table 2)."""
+    return sum(t.bytes for t in kept_terms(shape, tp, sequence_parallel, recompute))
 
 
 def korthikanti_table2(s: int, b: int, h: int, a: int, t: int, sequence_parallel: bool,

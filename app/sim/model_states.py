@@ -27,18 +27,27 @@ OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit")
 PRECISIONS = ("fp32", "mixed")
 
 
-def optimizer_state_bytes(optimizer: str, precision: str) -> float:
-    """K: optimizer-state bytes per parameter (fp32 master copy included in mixed precision).
+def optimizer_state_parts(optimizer: str, precision: str) -> tuple[tuple[str, int], ...]:
+    """What the optimizer keeps per parameter, as (name, bytes) pairs — the parts of K.
 
     SGD keeps nothing; momentum one fp32 buffer (4); Adam and AdamW two (8). Mixed precision
     adds the fp32 master parameters (4) the optimizer updates. Adafactor keeps factored second
     moments (≈ 0 per parameter for large matrices, counted as 0 here) and no first moment by
     default; 8-bit Adam keeps two 1-byte states (Dettmers et al. 2022) (2)."""
-    states = {"sgd": 0, "momentum": 4, "adam": 8, "adamw": 8, "adafactor": 0, "adam8bit": 2}
+    states = {"sgd": (), "momentum": (("momentum", 4),),
+              "adam": (("momentum m", 4), ("variance v", 4)),
+              "adamw": (("momentum m", 4), ("variance v", 4)),
+              "adafactor": (), "adam8bit": (("momentum m (8-bit)", 1), ("variance v (8-bit)", 1))}
     if optimizer not in states:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
-    master = 4 if precision == "mixed" else 0
-    return states[optimizer] + master
+    master = (("fp32 master weights", 4),) if precision == "mixed" else ()
+    return master + states[optimizer]
+
+
+def optimizer_state_bytes(optimizer: str, precision: str) -> float:
+    """K: optimizer-state bytes per parameter (fp32 master copy included in mixed precision),
+    the sum of :func:`optimizer_state_parts`."""
+    return sum(size for _, size in optimizer_state_parts(optimizer, precision))
 
 
 def param_bytes(precision: str) -> int:

@@ -10,6 +10,25 @@ Table 3). The counts come out at 124 M, 175 B, 8.0 B, 70.6 B and 405.9 B.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
+
+
+@dataclass(frozen=True)
+class ParamTensor:
+    """One parameter tensor, shaped as torch.nn.Linear stores it (out, in), with where Megatron
+    puts it: ``tp_dim`` is the dimension tensor parallelism splits (0: column-parallel and
+    vocab-parallel, 1: row-parallel, None: replicated on every TP rank) and ``place`` is
+    "first" (embeddings, on the first pipeline stage), "layer" (once per transformer layer) or
+    "last" (final norm and untied output head, on the last stage)."""
+
+    name: str
+    shape: tuple[int, ...]
+    tp_dim: int | None
+    place: str
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,46 @@ class ModelShape:
 
     def param_count(self) -> int:
         return self.layers * self.layer_params() + self.embedding_params()
+
+    def tensors(self) -> tuple[ParamTensor, ...]:
+        """Every parameter tensor of the model, one transformer layer's worth listed once (its
+        sizes add up to :meth:`param_count` with the layer ones counted ``layers`` times)."""
+        h, f, v = self.hidden, self.ffn, self.vocab
+        kv_dim = h * self.kv_heads // self.heads
+        if self.family == "gpt":
+            qkv = h + 2 * kv_dim
+            return (
+                ParamTensor("wte.weight", (v, h), 0, "first"),      # tied with the output head
+                ParamTensor("wpe.weight", (self.seq, h), None, "first"),
+                ParamTensor("ln_1.weight", (h,), None, "layer"),
+                ParamTensor("ln_1.bias", (h,), None, "layer"),
+                ParamTensor("attn.qkv.weight", (qkv, h), 0, "layer"),
+                ParamTensor("attn.qkv.bias", (qkv,), 0, "layer"),
+                ParamTensor("attn.proj.weight", (h, h), 1, "layer"),
+                ParamTensor("attn.proj.bias", (h,), None, "layer"),
+                ParamTensor("ln_2.weight", (h,), None, "layer"),
+                ParamTensor("ln_2.bias", (h,), None, "layer"),
+                ParamTensor("mlp.fc.weight", (f, h), 0, "layer"),
+                ParamTensor("mlp.fc.bias", (f,), 0, "layer"),
+                ParamTensor("mlp.proj.weight", (h, f), 1, "layer"),
+                ParamTensor("mlp.proj.bias", (h,), None, "layer"),
+                ParamTensor("ln_f.weight", (h,), None, "last"),
+                ParamTensor("ln_f.bias", (h,), None, "last"),
+            )
+        return (
+            ParamTensor("tok_embeddings.weight", (v, h), 0, "first"),
+            ParamTensor("attention_norm.weight", (h,), None, "layer"),
+            ParamTensor("attention.wq.weight", (h, h), 0, "layer"),
+            ParamTensor("attention.wk.weight", (kv_dim, h), 0, "layer"),
+            ParamTensor("attention.wv.weight", (kv_dim, h), 0, "layer"),
+            ParamTensor("attention.wo.weight", (h, h), 1, "layer"),
+            ParamTensor("ffn_norm.weight", (h,), None, "layer"),
+            ParamTensor("feed_forward.w1.weight", (f, h), 0, "layer"),   # gate
+            ParamTensor("feed_forward.w3.weight", (f, h), 0, "layer"),   # up
+            ParamTensor("feed_forward.w2.weight", (h, f), 1, "layer"),   # down
+            ParamTensor("norm.weight", (h,), None, "last"),
+            ParamTensor("output.weight", (v, h), 0, "last"),
+        )
 
 
 PRESETS: dict[str, ModelShape] = {m.name: m for m in (

@@ -15,8 +15,8 @@ from app.views.palette import DASHES, SERIES
 
 def human_bytes(n: float) -> str:
     """1024 → "1 KiB", 3·2²⁰ → "3 MiB" (binary units, as message sizes usually are)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(n) < 1024 or unit == "EiB":
             return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     raise AssertionError

@@ -7,6 +7,8 @@
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
 //   data-show-when="field"            … or for those values of another control (default "op")
+//   <option data-fill='{"f": v, …}'>  choosing it empties fields f and shows v as placeholders
+//   <form data-drop-empty>             empty fields are left out of the request and the URL
 (function () {
   "use strict";
 
@@ -56,6 +58,18 @@
     });
   }
 
+  function applyFill(select) {
+    var option = select.options[select.selectedIndex];
+    if (!option || !option.dataset.fill) return;
+    var values = JSON.parse(option.dataset.fill);
+    Object.keys(values).forEach(function (name) {
+      var input = select.form.elements[name];
+      if (!input) return;
+      input.value = "";
+      input.placeholder = String(values[name]);
+    });
+  }
+
   function markProblems() {
     document.querySelectorAll(".field.invalid").forEach(function (f) { f.classList.remove("invalid"); });
     document.querySelectorAll("[data-problem-param]").forEach(function (li) {
@@ -101,8 +115,17 @@
     // capture phase: runs before htmx's own listener reads the form
     form.addEventListener("input", function (event) {
       if (event.target.name) setOutput(event.target);
+      if (event.target.tagName === "SELECT") applyFill(event.target);
       fixDependents(form);
     }, true);
+    if (form.hasAttribute("data-drop-empty")) {
+      form.addEventListener("htmx:configRequest", function (event) {
+        var params = event.detail.parameters;
+        Array.prototype.forEach.call(form.elements, function (el) {
+          if (el.name && el.value === "" && params[el.name] === "") delete params[el.name];
+        });
+      });
+    }
     fixDependents(form);
   }
 

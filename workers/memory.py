@@ -1,0 +1,273 @@
+"""Measure one training step's memory on a real model, to hold against the ledger.
+
+    torchrun --standalone --nproc-per-node 2 workers/memory.py --family gpt --layers 2 \
+        --hidden 256 --heads 4 --kv-heads 4 --ffn 1024 --vocab 1024 --seq 128 --micro-batch 1 \
+        --tp 1 --pp 1 --zero 2 --recompute selective --optimizer adamw --precision mixed
+
+The ranks form a dp × tp mesh (app.sim.mesh); each builds its tensor-parallel share of the first
+pipeline stage (workers/memory_model.py) and runs one training step:
+
+1. forward ``pp`` micro-batches — the first stage's 1F1B peak — while
+   ``torch.autograd.graph.saved_tensors_hooks`` records every tensor autograd keeps for
+   backward: unique storages, parameters and buffers left out, attributed to the module that
+   was running;
+2. backward (the loss, or a gradient from the next stage when pp > 1);
+3. gradients averaged over dp: all-reduce, or from ZeRO-2 a reduce-scatter that leaves each
+   rank one shard of every tensor (dimension 0 cut into dp parts, FSDP-style);
+4. the optimizer (torch.optim) steps this rank's shards (ZeRO ≥ 1) or everything, on fp32
+   master copies in mixed precision;
+5. the updated shards are gathered back (ZeRO-1/2) or kept as shards (ZeRO-3).
+
+Bytes of parameters, gradients and optimizer states are then read from the tensors that
+remain. Rank 0 writes every rank's numbers as JSON.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+
+import torch
+import torch.distributed as dist
+from memory_layers import Groups
+from memory_model import Stage
+from torch import nn
+
+from app.sim.mesh import Mesh
+from app.sim.models import ModelShape
+
+OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit")
+REPLICATED = ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "final_norm.weight",
+              "final_norm.bias", "proj.bias", "positions")
+"""Parameters every tensor-parallel rank holds whole (tp_dim None in ModelShape.tensors)."""
+
+
+class SavedTensors:
+    """What autograd keeps for backward: unique storages by the module that saved them."""
+
+    def __init__(self, model: nn.Module):
+        self.excluded = {t.untyped_storage().data_ptr()
+                         for t in [*model.parameters(), *model.buffers()]}
+        self.storages: dict[int, tuple[int, str]] = {}
+        self.stack = [""]
+        self.handles = []
+        for name, module in model.named_modules():
+            self.handles.append(module.register_forward_pre_hook(self._enter(name)))
+            self.handles.append(module.register_forward_hook(self._leave))
+
+    def _enter(self, name: str):
+        def hook(_module, _args) -> None:
+            self.stack.append(name)
+        return hook
+
+    def _leave(self, _module, _args, _output) -> None:
+        self.stack.pop()
+
+    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        key = storage.data_ptr()
+        if storage.nbytes() and key not in self.excluded and key not in self.storages:
+            self.storages[key] = (storage.nbytes(), part(self.stack[-1]))
+        return tensor
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def by_part(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for size, where in self.storages.values():
+            out[where] = out.get(where, 0) + size
+        return out
+
+
+def part(module: str) -> str:
+    """The part of the model a module belongs to, as the ledger groups activations."""
+    if module.startswith("embedding"):
+        return "embedding"
+    if module.startswith("layers."):
+        inside = module.split(".", 2)[2:]
+        if not inside:
+            return "layer input (checkpoint)"
+        return {"norm1": "norm 1", "attention": "attention", "norm2": "norm 2",
+                "mlp": "MLP"}[inside[0].split(".")[0]]
+    return "output"
+
+
+def pad_rows(t: torch.Tensor, parts: int) -> torch.Tensor:
+    """``t`` with zero rows appended so that dimension 0 divides into ``parts``."""
+    missing = -t.shape[0] % parts
+    return torch.cat([t, t.new_zeros((missing, *t.shape[1:]))]) if missing else t
+
+
+def shard_rows(t: torch.Tensor, parts: int, index: int) -> torch.Tensor:
+    """Shard ``index`` of ``t`` cut along dimension 0 into ``parts`` (padded at the end)."""
+    t = pad_rows(t, parts)
+    rows = t.shape[0] // parts
+    return t[index * rows:(index + 1) * rows]
+
+
+def make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3)
+    if name == "momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3)
+    if name == "adafactor":
+        return torch.optim.Adafactor(params, lr=1e-3)
+    raise ValueError(f"{name} has no torch.optim implementation here")
+
+
+def train_step(args, model: Stage, g: Groups, dp_group, dp: int, dp_rank: int,
+               device: torch.device) -> dict:
+    named = list(model.named_parameters())
+    param_count = sum(p.numel() for _, p in named)
+    # 1. forward pp micro-batches, recording what autograd keeps
+    saved = SavedTensors(model)
+    torch.manual_seed(1000 + dp_rank)   # same tokens and dropout on every rank of a TP group
+    outputs = []
+    with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
+        for _ in range(args.pp):
+            ids = torch.randint(args.vocab, (args.seq, args.micro_batch), device=device)
+            targets = torch.randint(args.vocab, (args.seq, args.micro_batch), device=device)
+            outputs.append(model(ids, targets))
+    saved.close()
+    activations = sum(size for size, _ in saved.storages.values())
+    # 2. backward
+    for out in outputs:
+        out.backward() if out.dim() == 0 else out.backward(torch.randn_like(out))
+    del outputs
+    # 3. gradients: the TP-replicated ones summed under SP, then averaged over dp
+    kept = []
+    for name, p in named:
+        grad = p.grad
+        if g.sp and name.endswith(REPLICATED):
+            dist.all_reduce(grad, group=g.group)
+        if args.zero >= 2:   # reduce-scatter: this rank keeps one shard of the sum
+            padded = pad_rows(grad, dp).contiguous()
+            shard = grad.new_empty((padded.shape[0] // dp, *grad.shape[1:]))
+            if dp > 1:
+                dist.reduce_scatter_single(shard, padded, group=dp_group)
+            else:
+                shard.copy_(padded)
+            p.grad = None
+            kept.append(shard.div_(dp))
+        else:
+            if dp > 1:
+                dist.all_reduce(grad, group=dp_group)
+            kept.append(grad.div_(dp))
+    grads = sum(t.nbytes for t in kept)
+    # 4. the optimizer on this rank's shards, fp32 masters in mixed precision
+    mixed = args.precision == "mixed"
+    masters = []
+    for (_, p), grad in zip(named, kept):
+        data = shard_rows(p.data, dp, dp_rank) if args.zero >= 1 else p.data
+        if args.zero == 1:
+            grad = shard_rows(grad, dp, dp_rank)
+        master = nn.Parameter(data.float().clone() if mixed else data)
+        master.grad = grad.float() if mixed else grad
+        masters.append(master)
+    optimizer = None
+    if args.optimizer != "adam8bit":
+        optimizer = make_optimizer(args.optimizer, masters)
+        optimizer.step()
+    states = steps = 0
+    for state in (optimizer.state.values() if optimizer else ()):
+        for key, value in state.items():
+            if torch.is_tensor(value):
+                if key == "step":
+                    steps += value.nbytes
+                else:
+                    states += value.nbytes
+    master_bytes = sum(m.nbytes for m in masters) if mixed else 0
+    # 5. parameters back: gathered (ZeRO ≤ 2) or kept as this rank's shard (ZeRO-3)
+    with torch.no_grad():
+        for (_, p), master in zip(named, masters):
+            update = master.detach().to(p.dtype)
+            if args.zero == 3:
+                p.data = update.clone()
+            elif args.zero >= 1:
+                full = update.new_empty((update.shape[0] * dp, *update.shape[1:]))
+                if dp > 1:
+                    dist.all_gather_single(full, update.contiguous(), group=dp_group)
+                else:
+                    full.copy_(update)
+                p.data.copy_(full[:p.shape[0]])
+            elif mixed:
+                p.data.copy_(update)
+    return {
+        "params": sum(p.data.nbytes for _, p in named),
+        "grads": grads,
+        "optimizer": None if optimizer is None else states + master_bytes,
+        "step_counters": steps,
+        "activations": activations,
+        "activations_by_part": saved.by_part(),
+        "saved_tensors": len(saved.storages),
+        "param_count": param_count,
+        "peak_allocated": (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
+                           else None),
+    }
+
+
+def main() -> None:
+    parser = arguments(__doc__.splitlines()[0])
+    parser.add_argument("--family", choices=("gpt", "llama"), required=True)
+    for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "seq"):
+        parser.add_argument(f"--{flag}", type=int, required=True)
+    parser.add_argument("--micro-batch", type=int, default=1)
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--pp", type=int, default=1, help="pipeline stages: micro-batches in "
+                                                         "flight on the first stage")
+    parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
+    parser.add_argument("--sequence-parallel", action="store_true")
+    parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    parser.add_argument("--precision", choices=("fp32", "mixed"), default="mixed")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.hold_seconds:
+        time.sleep(args.hold_seconds)
+
+    rank, world, device, backend = start(args.backend)
+    if world % args.tp:
+        raise SystemExit(f"world ({world}) must be a multiple of tp ({args.tp})")
+    mesh = Mesh.of(dp=world // args.tp, tp=args.tp)
+    coords = mesh.coords(rank)
+    dp, dp_rank, tp_rank = world // args.tp, coords["dp"], coords["tp"]
+    groups = {}
+    for axis in ("tp", "dp"):   # every rank creates every group, in the same order
+        for ranks in mesh.groups(axis):
+            group = dist.new_group(list(ranks))
+            if rank in ranks:
+                groups[axis] = group
+    g = Groups(groups["tp"], args.tp, tp_rank, args.sequence_parallel)
+    shape = ModelShape("measured", args.family, args.layers, args.hidden, args.heads,
+                       args.kv_heads, args.ffn, args.vocab, args.seq)
+    torch.manual_seed(args.seed)
+    with device:   # a full-size stage is built on the GPU directly, not in host memory
+        model = Stage(shape, g, args.layers // args.pp, first=True, last=args.pp == 1,
+                      recompute=args.recompute)
+    model.to(device=device, dtype=torch.bfloat16 if args.precision == "mixed" else torch.float32)
+    model.train()
+    started = time.perf_counter()
+    measured = train_step(args, model, g, groups["dp"], dp, dp_rank, device)
+    measured.update(rank=rank, dp_rank=dp_rank, tp_rank=tp_rank,
+                    seconds=round(time.perf_counter() - started, 3))
+    ranks = gather(measured, rank, world)
+    report = None
+    if rank == 0:
+        report = {"backend": backend, "world": world, "dp": dp, "tp": args.tp, "pp": args.pp,
+                  "device": str(device), "torch": torch.__version__,
+                  "config": {k: v for k, v in vars(args).items()
+                             if k not in ("out", "backend", "hold_seconds")},
+                  "ranks": ranks}
+    finish(report, rank, args.out)
+
+
+if __name__ == "__main__":
+    main()
