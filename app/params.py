@@ -21,6 +21,8 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.sim.models import PRESETS
+
 
 class SceneParams(BaseModel):
     """Base of every scene's parameters: frozen, NaN and ∞ refused, unknown keys ignored (a
@@ -97,6 +99,11 @@ Ffn = Annotated[int, Field(ge=1, le=524288, description="MLP inner size")]
 Vocab = Annotated[int, Field(ge=1, le=1048576, description="vocabulary size V")]
 Seq = Annotated[int, Field(ge=1, le=1048576, description="sequence length s")]
 MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b")]
+Tokens = Annotated[int, Field(ge=1, le=65536,
+                              description="tokens in a batch (the rows of an activation matrix)")]
+Preset = Literal[tuple(PRESETS)]  # a model from app/sim/models.py, by name
+GpuTflops = Annotated[float, Field(ge=1, le=100000,
+                                   description="sustained matmul throughput of one GPU, TFLOP/s")]
 
 
 # --- parsing with messages ------------------------------------------------------------------

@@ -101,14 +101,25 @@ def per_layer_bytes(shape: LayerShape, tp: int = 1, sequence_parallel: bool = Fa
     if recompute == "full":
         # only each layer's input survives the forward pass
         return 2 * sbh / (tp if sequence_parallel else 1)
-    total = 0.0
+    return sum(held for _, held in breakdown(shape, tp, sequence_parallel, recompute))
+
+
+def breakdown(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
+              recompute: str = "none") -> tuple[tuple[ActivationTerm, float], ...]:
+    """Each term of :func:`terms` with the bytes one GPU keeps of it (0 when selective
+    recompute drops it): terms inside the tensor-parallel region are split t ways, and with
+    sequence parallelism the LayerNorm/dropout terms outside it are split along s as well."""
+    if recompute not in ("none", "selective"):
+        raise ValueError(f"a per-term breakdown needs recompute none or selective, got "
+                         f"{recompute!r}")
+    out = []
     for term in terms(shape):
         if recompute == "selective" and not term.kept_by_selective:
+            out.append((term, 0.0))
             continue
-        # with sequence parallelism the LayerNorm/dropout regions are split along s as well
         shard = tp if (term.sharded_by_tp or sequence_parallel) else 1
-        total += term.bytes / shard
-    return total
+        out.append((term, term.bytes / shard))
+    return tuple(out)
 
 
 def korthikanti_table2(s: int, b: int, h: int, a: int, t: int, sequence_parallel: bool,
