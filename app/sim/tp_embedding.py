@@ -140,7 +140,7 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
         mine = (targets >= r * per) & (targets < (r + 1) * per)
         d[np.nonzero(mine)[0], targets[mine] - r * per] -= 1.0
         d_logit_parts.append(d / n)
-    rec.compute("backward", "loss", "softmax − one-hot", "dLogitsᵣ = (softmaxᵣ − onehotᵣ(t)) / n",
+    rec.compute("backward", "loss", "softmax − one-hot", "dLogitsᵣ = (softmaxᵣ − onehotᵣ) / n",
                 f"The loss's gradient needs nothing more from the other ranks: each has m and S, "
                 f"so its softmax columns follow, minus 1 at the target (on the owning rank). "
                 f"Rank 0, token 0: {num(d_logit_parts[0][0, 0])}.",

@@ -124,9 +124,11 @@ def _variant(name, table, tp, elements, nvlink: Links, infiniband: Links, memory
 
 
 def comm_time_us(table, tp: int, links: Links, size_bytes: float) -> float:
+    """The time of every collective in ``table``, one after another."""
     if tp < 2:
         return 0.0
-    return sum(collective_time_us(op, tp, links, size_bytes) for op, _, _ in table)
+    ops = [op for op, _, _ in table]
+    return sum(ops.count(op) * collective_time_us(op, tp, links, size_bytes) for op in set(ops))
 
 
 def scale(model: ModelShape, seq: int, micro_batch: int, tp: int, sequence_parallel: bool,

@@ -206,7 +206,7 @@ def sublayer_block(inp: BlockInputs, tp: int, sp: bool, heads: int,
                    f"on every rank in full, again repeated {tp} times.") +
                 f" Out[0, 0] = {num(x[0, 0])} + {num(mask[0, 0])} × {num(z_rows[0][0, 0])} = "
                 f"{num(out_parts[0][0, 0])}.",
-                (z_op, mask_op, x_op), ("⊙", "+", "="), out_op)
+                (z_op, mask_op), ("⊙", "+ X ="), out_op)
     out_gathered = (rec.gathered("Out", out_parts, 0, "every rank's rows") if sp
                     else rec.replicated("Out", out_parts[0]))
     err = compare("Out", out_gathered, ref.output)

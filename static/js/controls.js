@@ -6,6 +6,9 @@
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
+//   data-multiple-of="field"          this slider moves in steps of another field's value …
+//   data-when="field=a|b field=c"     … only while every such condition holds (else steps of 1)
+//   data-show-when="field=a|b"        this block only shows while the condition holds
 (function () {
   "use strict";
 
@@ -50,6 +53,38 @@
     if ((!checked || checked.disabled) && fallback) fallback.checked = true;
     form.querySelectorAll("[data-show-for]").forEach(function (block) {
       block.hidden = block.dataset.showFor.split(" ").indexOf(op) < 0;
+    });
+    fixMultiples(form);
+  }
+
+  function holds(form, spec) {
+    if (!spec) return true;
+    return spec.split(" ").every(function (clause) {
+      var parts = clause.split("=");
+      return parts[1].split("|").indexOf(value(form, parts[0])) >= 0;
+    });
+  }
+
+  // Sliders that must stay multiples of another field (tp must divide ffn …). Two passes, so
+  // chains settle (heads follows tp, then hidden follows heads).
+  function fixMultiples(form) {
+    for (var pass = 0; pass < 2; pass++) {
+      form.querySelectorAll("[data-multiple-of]").forEach(function (slider) {
+        if (!slider.dataset.baseMin) slider.dataset.baseMin = slider.min;
+        var base = parseInt(value(form, slider.dataset.multipleOf), 10);
+        var step = holds(form, slider.dataset.when) && base > 0 ? base : 1;
+        var low = Math.ceil(parseInt(slider.dataset.baseMin, 10) / step) * step;
+        var high = Math.floor(parseInt(slider.max, 10) / step) * step;
+        slider.min = String(low);
+        slider.step = String(step);
+        var current = parseInt(slider.value, 10);
+        var rounded = Math.max(low, Math.min(high, Math.round(current / step) * step));
+        if (rounded !== current) slider.value = String(rounded);
+        setOutput(slider);
+      });
+    }
+    form.querySelectorAll("[data-show-when]").forEach(function (block) {
+      block.hidden = !holds(form, block.dataset.showWhen);
     });
   }
 
