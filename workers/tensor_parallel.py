@@ -248,12 +248,12 @@ def run(block: str, inp, sp: bool, heads: int, device) -> dict:
     return {"output": y.detach().cpu().tolist(),
             "grads": {k: w.grad.detach().cpu().tolist() for k, w in weights.items()},
             "input_grad": None if x is None else x.grad.detach().cpu().tolist(),
-            "comm": LOG}
+            "comm": list(LOG)}
 
 
 def main() -> None:
     parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--block", choices=BLOCKS, required=True)
+    parser.add_argument("--block", choices=BLOCKS, default="column")
     parser.add_argument("--tokens", type=int, required=True)
     parser.add_argument("--hidden", type=int, required=True)
     parser.add_argument("--ffn", type=int, default=16)
@@ -261,18 +261,27 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sequence-parallel", action="store_true")
+    parser.add_argument("--suite", action="store_true",
+                        help="run every block with and without sequence parallelism in this one "
+                             "job; the report lists them under 'suite' (the tests use this)")
     args = parser.parse_args()
     if args.hold_seconds:
         time.sleep(args.hold_seconds)
     rank, world, device, backend = start(args.backend)
-    inp = make_inputs(args.block, args.tokens, args.hidden, args.ffn, args.heads, args.vocab,
-                      args.seed)
-    result = run(args.block, inp, args.sequence_parallel, args.heads, device)
-    results = gather(result, rank, world)
+    configs = ([(b, sp) for b in BLOCKS for sp in (False, True)] if args.suite
+               else [(args.block, args.sequence_parallel)])
+    runs = []
+    for block, sp in configs:
+        LOG.clear()
+        inp = make_inputs(block, args.tokens, args.hidden, args.ffn, args.heads, args.vocab,
+                          args.seed)
+        results = gather(run(block, inp, sp, args.heads, device), rank, world)
+        runs.append({"block": block, "sequence_parallel": sp, "ranks": results})
     report = None
     if rank == 0:
-        report = {"backend": backend, "world": world, "block": args.block,
-                  "sequence_parallel": args.sequence_parallel, "ranks": results}
+        report = {"backend": backend, "world": world, **runs[0]}
+        if args.suite:
+            report["suite"] = runs
     finish(report, rank, args.out)
 
 

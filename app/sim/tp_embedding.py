@@ -153,16 +153,18 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
     if sp:
         dh_op = rec.gathered("dH", list(d_hidden), 0)
         rec.collective("all_gather", "backward", "exit", "dH = all-gather(dHᵣ)",
-                       "The reduce-scatter's backward: every rank gathers the gradient of every "
-                       "token's embedding, because any token may be one of its own.",
+                       f"The reduce-scatter's backward: every rank gathers the gradient of all "
+                       f"{n} tokens' embeddings ({n} × {e.shape[1]}), because any token may be one "
+                       f"of its own.",
                        rec.sharded("dHᵣ", list(d_hidden), "its rows"), dh_op, n * e.shape[1],
                        purpose="gather dH for the embedding's gradient")
         d_hidden = dh_op.values[0]
     de_parts = [x.T @ d_hidden + d.T for x, d in zip(x_parts, de_out_t)]
     rec.compute("backward", "lookup", "embedding gradient", "dEᵣ = onehotᵣᵀ · dH + dEᵀᵣᵀ",
-                "Each rank adds the gradient of every token it owns to its rows of E, on top of "
-                "its rows' gradient from the output layer (the two uses of a tied matrix add up). "
-                "No communication.", (rec.sharded("onehotᵣᵀ", [x.T for x in x_parts]),
+                f"Each rank adds the gradient of every token it owns to its {per} rows of E, on "
+                f"top of its rows' gradient from the output layer (the two uses of a tied matrix "
+                f"add up). No communication. Token 0 (id {int(ids[0])}) adds its gradient to row "
+                f"{int(ids[0]) % per} of rank {owner}'s block.", (rec.sharded("onehotᵣᵀ", [x.T for x in x_parts]),
                                       rec.summed("dH", d_hidden)), ("·", "+ output-layer part ="),
                 rec.sharded("dEᵣ", de_parts, "its rows"))
     checks = (compare("dE", rec.gathered("dE", de_parts, 0), ref.grads["E"]),)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.sim.tp_ops import all_gather, all_reduce, reduce_scatter, split
-from app.sim.tp_program import Operand, Recorder, compare, dims, dot_text, num, sum_text
+from app.sim.tp_program import Operand, Recorder, dims, dot_text, sum_text
 
 
 def seq_shards(rec: Recorder, name: str, x: np.ndarray, note: str = "") -> Operand:
@@ -82,7 +82,7 @@ def column_backward(rec: Recorder, x_used: Operand, x_kept: Operand, dy_parts: l
             "all_gather", "backward", comm_flow, f"{x_name} = all-gather({x_name}ᵣ) again",
             f"Sequence parallelism kept only each rank's rows of {x_name} for backward (that is "
             f"the memory it saves), so the weight gradient needs them gathered again: an extra "
-            f"all-gather of {x_name.lower() if False else x_name} ({x_used.values[0].size} elements), which Megatron-LM "
+            f"all-gather of {x_name} ({x_used.values[0].size} elements), which Megatron-LM "
             f"overlaps with the next matmul.", x_kept, x_used, x_used.values[0].size,
             purpose=f"re-gather {x_name} for the weight gradient of {w_name}")
     dx_parts = [dy @ w.T for dy, w in zip(dy_parts, w_parts)]
@@ -178,7 +178,8 @@ def row_backward(rec: Recorder, dy: np.ndarray | list[np.ndarray], x_parts: list
         rec.collective(
             "all_gather", "backward", comm_flow, f"d{y_name} = all-gather(d{y_name}ᵣ)",
             f"The reduce-scatter's backward is an all-gather: each rank holds the gradient of its "
-            f"own rows only, and the row-parallel matmul needs d{y_name} for every token.",
+            f"own {dims(pieces[0])} rows only, and the row-parallel matmul needs d{y_name} for "
+            f"all {gathered.values[0].shape[0]} tokens.",
             rec.sharded(f"d{y_name}ᵣ", pieces, "its rows"), gathered,
             gathered.values[0].size, purpose=f"gather the sequence shards of d{y_name}")
         dy = gathered.values[0]
@@ -201,19 +202,3 @@ def row_backward(rec: Recorder, dy: np.ndarray | list[np.ndarray], x_parts: list
         (rec.sharded(f"{x_name}ᵣᵀ", [x.T for x in x_parts]), dy_op), ("·", "="),
         rec.sharded(f"d{w_name}ᵣ", dw_parts, "its rows" if t > 1 else ""))
     return dx_parts, dw_parts
-
-
-def first_sum(parts: list[np.ndarray]) -> str:
-    return sum_text([float(p.flat[0]) for p in parts])
-
-
-def shard_note(t: int, what: str) -> str:
-    return f"its {what}" if t > 1 else ""
-
-
-def gathered_output_note(t: int, sp: bool) -> str:
-    return "assembled from every rank" if t > 1 else ""
-
-
-__all__ = ["column_forward", "column_backward", "row_forward", "row_backward", "seq_shards",
-           "all_gather", "num", "compare", "Operand"]

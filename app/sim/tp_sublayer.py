@@ -83,8 +83,10 @@ class MlpCore:
                                           names=("H", "B", "Z"), flows=("row", "exit"))
         dp_parts = [dh * gelu_grad(p) for dh, p in zip(dh_parts, self.p_parts)]
         rec.compute("backward", "act", "GeLU backward", "dPᵣ = dHᵣ ⊙ GeLU′(Pᵣ)",
-                    "Through GeLU element by element, each rank on its own columns: no "
-                    "communication.", (rec.sharded("dHᵣ", dh_parts), rec.sharded(
+                    f"Through GeLU element by element, each rank on its own {dims(dh_parts[0])} "
+                    f"columns: no communication. Rank 0's first element: "
+                    f"{num(dh_parts[0][0, 0])} × GeLU′({num(self.p_parts[0][0, 0])}) = "
+                    f"{num(dp_parts[0][0, 0])}.", (rec.sharded("dHᵣ", dh_parts), rec.sharded(
                         "GeLU′(Pᵣ)", [gelu_grad(p) for p in self.p_parts])), ("⊙", "="),
                     rec.sharded("dPᵣ", dp_parts))
         dnorm, da_parts = column_backward(rec, self.norm_used, norm_kept, dp_parts, self.a_parts,
@@ -148,8 +150,10 @@ class AttentionCore:
             dqkv_parts.append(merge_heads(*attention_heads_backward(
                 unconcat_heads(dc, hr), q, k, v, p)))
         rec.compute("backward", "act", "attention backward", "dQKVᵣ = attention′(dCᵣ)",
-                    "Back through each head's softmax and products, each rank on its own heads: "
-                    "no communication.", (rec.sharded("dCᵣ", dc_parts),),
+                    f"Back through each head's softmax and products, each rank on its own {hr} "
+                    f"head{'s' if hr > 1 else ''}: no communication. The result, "
+                    f"{dims(dqkv_parts[0])}, is the gradient of its heads' queries, keys and "
+                    f"values.", (rec.sharded("dCᵣ", dc_parts),),
                     ("attention′ →",), rec.sharded("dQKVᵣ", dqkv_parts, "its heads"))
         dnorm, dqkv_w = column_backward(rec, self.norm_used, norm_kept, dqkv_parts,
                                         self.qkv_parts, sp, names=("L", "W_qkv", "QKV"),
@@ -235,8 +239,9 @@ def sublayer_block(inp: BlockInputs, tp: int, sp: bool, heads: int,
     dgb = [np.stack([dg, db]) for _, dg, db in ln_back]          # (2, h): dγ over dβ
     rec.compute("backward", "ln", "LayerNorm backward",
                 "dXᵣ = LayerNorm′(dLᵣ) + dOutᵣ" if sp else "dX = LayerNorm′(dL) + dOut",
-                "Back through LayerNorm" + (" on each rank's rows" if sp else " on every rank")
-                + ", plus the residual's gradient. "
+                "Back through LayerNorm" + (f" on each rank's {n // tp} rows" if sp
+                                            else f" on every rank, all {n} rows")
+                + f", plus the residual's gradient: dX[0, 0] = {num(dx_parts[0][0, 0])}. "
                 + ("γ and β saw only this rank's rows, so each rank's dγ, dβ are partial sums."
                    if sp and tp > 1 else "Every rank computes the same dγ, dβ."),
                 (rec.sharded("dLᵣ", dnorm_rows, "its rows") if sp
