@@ -16,7 +16,7 @@ Large Transformer Models", §4.2 and Table 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from app.sim.models import PRESETS
@@ -154,6 +154,12 @@ def run_block(inp: BlockInputs, tp: int, sp: bool, heads: int) -> tuple[BlockRes
 def simulate(p: TensorParallelQuery) -> TensorParallelTrace:
     inp = make_inputs(p.block, p.tokens, p.hidden, p.ffn, p.heads, p.vocab, p.seed)
     result, ref = run_block(inp, p.tp, p.sequence_parallel, p.heads)
+    if p.tp == 1:
+        first = result.steps[0]
+        note = (" With tp = 1 the whole block runs on one GPU: there is nothing to split and "
+                "every collective is skipped, as Megatron-LM does.")
+        result = replace(result, steps=(replace(first, caption=first.caption + note),
+                                        *result.steps[1:]))
     errors: dict[str, float] = {}
     for step in result.steps:
         for c in step.comparisons:

@@ -73,7 +73,8 @@ class MatrixView:
                          f'text-anchor="middle" dominant-baseline="central">')
             parts += [f'<tspan x="{x}" y="{y}">{t}</tspan>' for x, y, t in run.spans]
             parts.append("</text>")
-        parts.append("</g>")
+        parts.append(f'<rect class="mx-edge" x="-0.5" y="-0.5" width="{self.w + 1:.1f}" '
+                     f'height="{self.h + 1:.1f}"/></g>')
         return Markup("".join(parts))
 
 
@@ -150,7 +151,9 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
     xs = (k_idx * (cols * cell_w + head_gap) + j_idx * bw).tolist()
     ys = (i_idx * bh).tolist()
     keys = (shown_src.reshape(-1).astype(int) * LEVELS + level.reshape(-1)).tolist()
-    w_text, h_text, back = f"{bw - gap:.1f}", f"{bh - gap:.1f}", f"{gap - bw:.1f}"
+    # without gaps, cells overlap their neighbours by half a pixel so no seam shows between them
+    grow = 0.6 if gap == 0 else -gap
+    w_text, h_text, back = f"{bw + grow:.1f}", f"{bh + grow:.1f}", f"{-bw - grow:.1f}"
     cells: dict[str, list[str]] = {}
     inks: dict[str, list[tuple[float, float, str]]] = {}
     fills: dict[int, tuple[str, str]] = {}

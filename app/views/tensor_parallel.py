@@ -30,7 +30,7 @@ FRAME_CELLS = 1400
 """most cells one frame draws (over every rank); larger tensors are drawn averaged in blocks"""
 MAX_CELL = 46.0
 GREYS = ("#eef0f2", "#8f99a4")
-DARKS = ("#8a94a3", "#232933")
+DARKS = ("#98a2b0", "#2e3440")
 SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 HEADER_FONT, HEADER_EM = 21.0, 0.6
 HEADER_ROOM = WIDTH - 20 - 300      # the deck's title takes the top right corner
@@ -173,7 +173,7 @@ def _name(op: Operand) -> str:
 def _note(op: Operand) -> str:
     shape = " × ".join(str(d) for d in op.shape[-2:])
     if len(op.shape) == 3:
-        shape = f"{op.shape[0]} heads of {shape}"
+        shape = f"{shape} each" if "head" in op.note else f"{op.shape[0]} heads of {shape}"
     return f"{op.note} · {shape}" if op.note else shape
 
 
@@ -291,8 +291,11 @@ def _band(step: Step, x: float, w: float, lanes, tp: int) -> Band:
     top, bottom = lanes[0][0], lanes[-1][1]
     mid = (top + bottom) / 2
     op = c.op.replace("_", "-")
+    src = step.result.sources[0]
+    by_rows = src.ndim == 2 and len(np.unique(src[0])) == 1
     how = {"all_reduce": f"{'max' if c.reduce_op == 'max' else 'sum'} over {tp} ranks",
-           "all_gather": f"{tp} pieces side by side", "reduce_scatter": f"sum, keep 1/{tp}"}[c.op]
+           "all_gather": f"{tp} pieces {'stacked' if by_rows else 'side by side'}",
+           "reduce_scatter": f"sum, keep 1/{tp}"}[c.op]
     return Band(round(x, 1), round(top, 1), w, round(bottom - top, 1), (
         Text(round(x + w / 2, 1), round(mid - 14, 1), op, 20, weight="700"),
         Text(round(x + w / 2, 1), round(mid + 8, 1), how, 14, cls="muted"),
