@@ -129,8 +129,10 @@ class AttentionCore:
                     f"Each rank holds the queries, keys and values of its own {hr} "
                     f"head{'s' if hr > 1 else ''} and computes their {n} × {n} attention "
                     f"probabilities (causal: token i sees tokens 0…i) without talking to the "
-                    f"others — heads are independent. Rank 0, head 0, token 1 attends to tokens "
-                    f"0 and 1 with {num(probs[0][0, 1, 0])} and {num(probs[0][0, 1, 1])}.",
+                    f"others — heads are independent. " + (
+                        f"Rank 0, head 0, token 1 attends to tokens 0 and 1 with "
+                        f"{num(probs[0][0, 1, 0])} and {num(probs[0][0, 1, 1])}." if n > 1 else
+                        f"With {n} token, it attends only to itself: probability 1."),
                     (rec.sharded("QKVᵣ", qkv_parts, "its heads"),), ("softmax(QKᵀ/√d) →",),
                     rec.sharded("Pᵣ", probs, f"{hr} head{'s' if hr > 1 else ''}"))
         rec.compute("forward", "act", "context", "Cᵣ = Pᵣ · Vᵣ",
