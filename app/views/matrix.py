@@ -144,7 +144,7 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
     depth = np.full(shown.shape, 0.5) if span <= 0 else (shown - lo) / span
     level = np.clip((depth * LEVELS).astype(int), 0, LEVELS - 1)
     font = min(MAX_NUMBER_FONT, bh * 0.52, font_cap)
-    fitted = (number_texts(shown, bw, font, integral) if numbers and exact
+    fitted = (number_texts(shown, bw, font, integral) if numbers and exact and bw >= 20
               and font >= MIN_NUMBER_FONT else None)
     texts, font = fitted if fitted else (None, font)
     k_idx, i_idx, j_idx = np.indices(shown.shape).reshape(3, -1)

@@ -10,7 +10,7 @@ the lane of the rank that sent it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -159,11 +159,23 @@ def _symbol_width(symbol: str) -> tuple[float, float]:
     return len(symbol) * font * 0.6 + 26, font
 
 
-def _range(op: Operand) -> tuple[float, float, bool]:
-    """(smallest, largest, whether every value is an integer) over every rank's copy."""
-    values = np.concatenate([v.reshape(-1) for v in op.values])
-    return (float(values.min()), float(values.max()),
-            bool(np.all(np.abs(values - np.round(values)) < 1e-9)))
+def _distinct(op: Operand) -> list[np.ndarray]:
+    """Every rank's array, each once (a replicated tensor is the same array on every rank)."""
+    return list({id(v): v for v in op.values}.values())
+
+
+def _range(op: Operand, cell: tuple[float, float] | None = None) -> tuple[float, float, bool]:
+    """(smallest, largest, whether every value is an integer) over every rank's copy; the last
+    is only worked out when ``cell`` is large enough to write numbers in."""
+    arrays = _distinct(op)
+    lo, hi = min(float(v.min()) for v in arrays), max(float(v.max()) for v in arrays)
+    readable = cell is None or _readable(cell)
+    integral = readable and all(bool(np.all(np.abs(v - np.round(v)) < 1e-9)) for v in arrays)
+    return lo, hi, integral
+
+
+def _readable(cell: tuple[float, float]) -> bool:
+    return cell[1] * 0.52 >= matrix.MIN_NUMBER_FONT and cell[0] >= 20
 
 
 def _name(op: Operand) -> str:
@@ -196,7 +208,11 @@ def _font_cap(ops: list[Operand], cell: tuple[float, float]) -> float:
     """One font size for every number of a frame: the largest that fits in all its matrices."""
     cell_w, cell_h = cell
     fonts = []
+    if not _readable(cell):
+        return matrix.MAX_NUMBER_FONT
     for op in ops:
+        if op.values[0].size > 400:      # drawn as a heat map, without numbers
+            continue
         fitted = matrix.number_texts(op.values[0], cell_w, min(matrix.MAX_NUMBER_FONT,
                                                                cell_h * 0.52), _range(op)[2])
         if fitted:
@@ -214,12 +230,15 @@ def _row(ops: list[Operand], symbols: list[str], step: Step, tp: int, lanes, col
     spots = []
     for op, symbol in zip(ops, symbols):
         w = matrix.width_of(op.shape, cell_w)
-        lo, hi, integral = _range(op)
+        lo, hi, integral = _range(op, cell)
+        drawn: dict[tuple[int, int], matrix.MatrixView] = {}
         for r, (top, _) in enumerate(lanes):
-            view = matrix.draw(op.values[r], op.sources[r], x, top, cell_w, cell_h, lo, hi,
-                               colour, budget=budget, title=_title(op, r), integral=integral,
-                               font_cap=font_cap)
-            placed.append(Placed(view))
+            key = (id(op.values[r]), id(op.sources[r]))    # a replicated tensor: draw it once
+            if key not in drawn:
+                drawn[key] = matrix.draw(op.values[r], op.sources[r], x, top, cell_w, cell_h,
+                                         lo, hi, colour, budget=budget, integral=integral,
+                                         font_cap=font_cap)
+            placed.append(Placed(replace(drawn[key], y=round(top, 1), title=_title(op, r))))
         texts += _column_head(op, x, w)
         spots.append((x, w))
         sw, font = _symbol_width(symbol)
@@ -308,19 +327,24 @@ def _after(after: Operand, x: float, before_x: float, lanes, colour, cell, tp: i
     """The result of a collective in every lane; after an all-gather, each rank's block flies
     in from the lane that sent it."""
     cell_w, cell_h = cell
-    lo, hi, integral = _range(after)
+    lo, hi, integral = _range(after, cell)
     budget = max(4, FRAME_CELLS // (2 * tp))
     placed = []
     src = after.sources[0]
     axis = 1 if len(np.unique(src[0])) > 1 else 0
-    gathered = (not after.per_rank and len(np.unique(src)) == tp and tp > 1
+    # each rank's block flies in from the lane that sent it (up to 4 ranks: beyond, the
+    # blocks are too thin to follow and t² of them would swell the deck)
+    gathered = (not after.per_rank and 1 < tp <= 4 and len(np.unique(src)) == tp
                 and int(src.min()) >= 0)
+    drawn: dict[tuple[int, int], matrix.MatrixView] = {}
     for r, (top, _) in enumerate(lanes):
         if not gathered:
-            placed.append(Placed(matrix.draw(after.values[r], after.sources[r], x, top, cell_w,
-                                             cell_h, lo, hi, colour, budget=budget,
-                                             title=_title(after, r), integral=integral,
-                                             font_cap=font_cap)))
+            key = (id(after.values[r]), id(after.sources[r]))
+            if key not in drawn:
+                drawn[key] = matrix.draw(after.values[r], after.sources[r], x, top, cell_w,
+                                         cell_h, lo, hi, colour, budget=budget,
+                                         integral=integral, font_cap=font_cap)
+            placed.append(Placed(replace(drawn[key], y=round(top, 1), title=_title(after, r))))
             continue
         pieces = np.split(after.values[r], tp, axis=axis)
         sources = np.split(after.sources[r], tp, axis=axis)
