@@ -181,7 +181,8 @@ class VocabParallelCrossEntropy(torch.autograd.Function):
 def run(block: str, inp, sp: bool, heads: int, device) -> dict:
     rank, tp = dist.get_rank(), dist.get_world_size()
     t = lambda a: torch.tensor(a, dtype=torch.float64, device=device)  # noqa: E731
-    leaf = lambda a: (a.detach().clone() if torch.is_tensor(a) else t(a)).requires_grad_(True)  # noqa: E731
+    def leaf(a):
+        return (a.detach().clone() if torch.is_tensor(a) else t(a)).requires_grad_(True)
     rows = lambda a: own_chunk(a, 0) if sp else a  # noqa: E731  this rank's rows under SP
     weights: dict[str, torch.Tensor] = {}
     x = None

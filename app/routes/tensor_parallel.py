@@ -101,7 +101,7 @@ def tp_style(standalone: bool) -> Markup:
 
 def page_view(p: TensorParallelParams, trace, frame: int) -> dict:
     return {"deck": view.build_deck(trace),
-            "swatches": view.rank_swatches(p.tp), "block_title": BLOCK_TITLES[p.block],
+            "block_title": BLOCK_TITLES[p.block],
             "torchrun": torchrun_command(p), **tp_panels.panels(p, trace)}
 
 

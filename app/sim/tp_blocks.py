@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from app.sim.tp_inputs import BlockInputs
 from app.sim.tp_linear import column_backward, column_forward, row_backward, row_forward, seq_shards
-from app.sim.tp_ops import all_gather, split
+from app.sim.tp_ops import split
 from app.sim.tp_program import BlockResult, FlowNode, Recorder, Step, compare, dims
 from app.sim.tp_reference import Reference
 
@@ -62,7 +62,7 @@ def column_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> BlockRe
                        f"blocks side by side in rank order.",
                        rec.sharded("Yᵣ", y_parts, "its columns"), y_op, y_op.values[0].size,
                        purpose="gather_output: the whole Y on every rank")
-    rec.check("forward", _check_caption("Y", compare("Y", y_op, ref.output).error, sp and tp > 1),
+    rec.check(_check_caption("Y", compare("Y", y_op, ref.output).error, sp and tp > 1),
               (compare("Y", y_op, ref.output),), "forward result")
 
     # backward: Y's gradient arrives; each rank needs only its columns of it
@@ -79,7 +79,7 @@ def column_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> BlockRe
     dw_op = rec.gathered("dW", dw_parts, 1, "every rank's columns")
     dx_op = rec.gathered("dX", dx, 0) if sp else rec.summed("dX", dx)
     checks = (compare("dW", dw_op, ref.grads["W"]), compare("dX", dx_op, ref.input_grad))
-    rec.check("backward", _grad_caption(checks), checks, "gradients")
+    rec.check(grads_caption(checks), checks, "gradients")
     return BlockResult(tuple(rec.steps), column_flow(sp), y_op,
                        tuple({"W": p} for p in w_parts), tuple(y_parts),
                        tuple(y_parts) if sp else (y_op.values[0],) * tp,
@@ -100,7 +100,7 @@ def row_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> BlockResul
                   rec.sharded("Wᵣ", w_parts, "its rows" if tp > 1 else "")), ("", "")))
     y = row_forward(rec, x_parts, w_parts, sp, names=("X", "W", "Y"), flows=("matmul", "exit"))
     y_op = rec.gathered("Y", y, 0, "every rank's rows") if sp else rec.summed("Y", y)
-    rec.check("forward", _check_caption("Y", compare("Y", y_op, ref.output).error, False),
+    rec.check(_check_caption("Y", compare("Y", y_op, ref.output).error, False),
               (compare("Y", y_op, ref.output),), "forward result")
 
     dy_in = split(dy, tp, 0) if sp else dy
@@ -120,7 +120,7 @@ def row_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> BlockResul
                    dx_op, dx_op.values[0].size, purpose="the backward of splitting X by columns")
     dw_op = rec.gathered("dW", dw_parts, 0, "every rank's rows")
     checks = (compare("dW", dw_op, ref.grads["W"]), compare("dX", dx_op, ref.input_grad))
-    rec.check("backward", _grad_caption(checks), checks, "gradients")
+    rec.check(grads_caption(checks), checks, "gradients")
     partial = [xp @ wp for xp, wp in zip(x_parts, w_parts)]
     return BlockResult(tuple(rec.steps), row_flow(sp), y_op, tuple({"W": p} for p in w_parts),
                        tuple(partial), tuple(y) if sp else (y,) * tp,
@@ -134,8 +134,8 @@ def _check_caption(name: str, error: float, display_only: bool) -> str:
     text += (" — exact: the inputs are small integers." if error == 0
              else " — rounding only: floating-point sums depend on their order.")
     if display_only:
-        text += (f" (Megatron-LM does not gather a column-parallel output under sequence "
-                 f"parallelism; it is put together here only to compare.)")
+        text += (" (Megatron-LM does not gather a column-parallel output under sequence "
+                 "parallelism; it is put together here only to compare.)")
     return text
 
 
@@ -144,5 +144,3 @@ def grads_caption(checks) -> str:
     return (f"The gradients, gathered from the ranks' shards, against backward on one GPU. "
             f"Largest differences: {parts}.")
 
-
-_grad_caption = grads_caption

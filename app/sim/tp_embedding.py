@@ -21,8 +21,8 @@ import numpy as np
 
 from app.sim.tp_blocks import grads_caption
 from app.sim.tp_inputs import BlockInputs
-from app.sim.tp_linear import column_backward, column_forward
-from app.sim.tp_ops import all_gather, all_reduce, reduce_scatter, split
+from app.sim.tp_linear import column_backward, column_forward, sum_partials
+from app.sim.tp_ops import all_gather, all_reduce, split
 from app.sim.tp_program import (BlockResult, FlowNode, Recorder, Step, compare, dims, num,
                                 sum_text)
 from app.sim.tp_reference import Reference
@@ -31,7 +31,8 @@ from app.sim.tp_reference import Reference
 def embedding_flow(sp: bool) -> tuple[FlowNode, ...]:
     nodes = [FlowNode("lookup", "E[ids]", "vocab-parallel: its rows of E", "tensor"),
              FlowNode("exit", "reduce-scatter" if sp else "all-reduce",
-                      "fwd reduce-scatter · bwd all-gather" if sp else "fwd all-reduce · bwd identity",
+                      "fwd reduce-scatter · bwd all-gather" if sp
+                      else "fwd all-reduce · bwd identity",
                       "comm")]
     if sp:
         nodes.append(FlowNode("enter", "all-gather", "fwd all-gather · bwd reduce-scatter",
@@ -64,25 +65,22 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
                 f"first row is non-zero. Each Hᵣ is a partial sum.",
                 (rec.sharded("onehotᵣ", x_parts), rec.sharded("Eᵣ", e_parts)), ("·", "="),
                 rec.sharded("Hᵣ", h_parts, "partial: its tokens only"))
-    before = rec.sharded("Hᵣ", h_parts, "partial sum")
-    firsts = sum_text([float(p[0, 0]) for p in h_parts])
+    summed = sum_partials(
+        rec, h_parts, sp, "H", "forward", "exit",
+        why=("An all-reduce adds the pieces: each token's row comes from the one rank that owns "
+             "it, the others add zeros.",
+             f"Adding the pieces completes every embedding; with sequence parallelism each rank "
+             f"keeps only its {n // tp} tokens' rows (in a real model the transformer layers run "
+             f"here, on these shards)."),
+        purpose=("complete the embeddings on every rank",
+                 "complete the embeddings, keep each rank's tokens"))
     if sp:
-        h_rows = reduce_scatter(h_parts, 0)
-        rec.collective("reduce_scatter", "forward", "exit", "Hᵣ = reduce-scatter(Hᵣ)",
-                       f"Adding the pieces completes every embedding; with sequence parallelism "
-                       f"each rank keeps only its {n // tp} tokens' rows. [0, 0]: {firsts}. (In a "
-                       f"real model the transformer layers run here, on these shards.)",
-                       before, rec.summed("Hᵣ", h_rows, "its rows"), n * e.shape[1],
-                       purpose="complete the embeddings, keep each rank's tokens")
+        h_rows = summed
         h_op = rec.sharded("Hᵣ", h_rows, "its rows")
         hidden = all_gather(h_rows, 0)
     else:
-        hidden = all_reduce(h_parts)
+        hidden = summed
         h_op = rec.summed("H", hidden)
-        rec.collective("all_reduce", "forward", "exit", "H = Σᵣ Hᵣ",
-                       f"An all-reduce adds the pieces: each token's row comes from the one rank "
-                       f"that owns it, the others add zeros. [0, 0]: {firsts}.", before, h_op,
-                       hidden.size, purpose="complete the embeddings on every rank")
     h_used, logit_parts = column_forward(rec, h_op, [p.T for p in e_parts], sp,
                                          names=("H", "Eᵀ", "Logits"), flows=("enter", "logits"))
     # cross-entropy without gathering the logits
@@ -115,7 +113,8 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
     sum_exp = all_reduce(sum_parts)
     rec.collective("all_reduce", "forward", "loss", "S = Σᵣ Sᵣ",
                    f"Each rank sums exp(logit − m) over its {per} tokens; the all-reduce gives the "
-                   f"softmax denominator. Token 0: {sum_text([float(p[0, 0]) for p in sum_parts])}.",
+                   f"softmax denominator. Token 0: "
+                   f"{sum_text([float(p[0, 0]) for p in sum_parts])}.",
                    rec.sharded("Sᵣ", sum_parts, "Σ exp over its tokens"),
                    rec.summed("S", sum_exp), n, purpose="each token's softmax denominator")
     losses = np.log(sum_exp) - target_logit                    # (n, 1)
@@ -123,14 +122,16 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
                 f"Every rank now computes the loss of every token — {n} numbers instead of "
                 f"gathering {n} × {vocab} logits. Token 0: log {num(sum_exp[0, 0])} − "
                 f"({num(target_logit[0, 0])}) = {num(losses[0, 0])}; mean over tokens "
-                f"{num(losses.mean())}.", (rec.summed("S", sum_exp), rec.summed("zₜ", target_logit)),
+                f"{num(losses.mean())}.",
+                (rec.summed("S", sum_exp), rec.summed("zₜ", target_logit)),
                 ("log · −", "="), rec.summed("loss", losses))
     logits_op = rec.gathered("Logits", logit_parts, 1, "every rank's vocabulary columns")
     h_gathered = rec.gathered("H", h_rows, 0) if sp else h_op
-    checks = (compare("H", h_gathered, ref.output), compare("logits", logits_op, ref.extras["logits"]),
+    checks = (compare("H", h_gathered, ref.output),
+              compare("logits", logits_op, ref.extras["logits"]),
               compare("loss", rec.summed("loss", losses), ref.extras["losses"][:, None]))
-    rec.check("forward", f"Embeddings, logits and per-token losses against the same model on one "
-              f"GPU. Largest differences: " + ", ".join(f"{c.name} {c.error:.3g}" for c in checks)
+    rec.check("Embeddings, logits and per-token losses against the same model on one GPU. "
+              "Largest differences: " + ", ".join(f"{c.name} {c.error:.3g}" for c in checks)
               + ".", checks, "forward result")
 
     # backward: d loss / d logits = (softmax − one-hot) / n, on each rank's own columns
@@ -160,15 +161,17 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
                        purpose="gather dH for the embedding's gradient")
         d_hidden = dh_op.values[0]
     de_parts = [x.T @ d_hidden + d.T for x, d in zip(x_parts, de_out_t)]
-    rec.compute("backward", "lookup", "embedding gradient", "dEᵣ = onehotᵣᵀ · dH + dEᵀᵣᵀ",
+    rec.compute("backward", "lookup", "embedding gradient",
+                "dEᵣ = onehotᵣᵀ · dH + (output layer's dEᵣ)",
                 f"Each rank adds the gradient of every token it owns to its {per} rows of E, on "
                 f"top of its rows' gradient from the output layer (the two uses of a tied matrix "
                 f"add up). No communication. Token 0 (id {int(ids[0])}) adds its gradient to row "
-                f"{int(ids[0]) % per} of rank {owner}'s block.", (rec.sharded("onehotᵣᵀ", [x.T for x in x_parts]),
-                                      rec.summed("dH", d_hidden)), ("·", "+ output-layer part ="),
+                f"{int(ids[0]) % per} of rank {owner}'s block.",
+                (rec.sharded("onehotᵣᵀ", [x.T for x in x_parts]), rec.summed("dH", d_hidden)),
+                ("·", "+ output-layer part ="),
                 rec.sharded("dEᵣ", de_parts, "its rows"))
     checks = (compare("dE", rec.gathered("dE", de_parts, 0), ref.grads["E"]),)
-    rec.check("backward", grads_caption(checks), checks, "gradients")
+    rec.check(grads_caption(checks), checks, "gradients")
     results = tuple(h_rows) if sp else (hidden,) * tp
     return BlockResult(tuple(rec.steps), embedding_flow(sp), h_gathered,
                        tuple({"E": p} for p in e_parts), tuple(h_parts), results,

@@ -27,13 +27,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.sim.tp_ops import all_gather, all_reduce, reduce_scatter, split
+from app.sim.tp_ops import all_reduce, reduce_scatter, split
 from app.sim.tp_program import Operand, Recorder, dims, dot_text, sum_text
 
 
 def seq_shards(rec: Recorder, name: str, x: np.ndarray, note: str = "") -> Operand:
     """Rank r's rows of ``x`` (its share of the sequence)."""
     return rec.sharded(name, split(x, rec.tp, 0), note or "its rows (sequence shard)")
+
+
+def sum_partials(rec: Recorder, parts: list[np.ndarray], sp: bool, name: str, pass_: str,
+                 flow: str, *, why: tuple[str, str], purpose: tuple[str, str]):
+    """Complete every rank's partial sum: an all-reduce, or with sequence parallelism a
+    reduce-scatter that leaves each rank its own rows. ``why`` and ``purpose`` say so in words,
+    (all-reduce, reduce-scatter). Returns the sum (an array) or each rank's rows (a list)."""
+    before = rec.sharded(f"{name}ᵣ", parts, "partial sum")
+    first = sum_text([float(p[0, 0]) for p in parts])
+    if sp:
+        rows = reduce_scatter(parts, 0)
+        rec.collective("reduce_scatter", pass_, flow, f"{name}ᵣ = reduce-scatter({name}ᵣ)",
+                       f"{why[1]} Element [0, 0] on rank 0: {first}.", before,
+                       rec.summed(f"{name}ᵣ", rows, "its rows of the sum"), parts[0].size,
+                       purpose=purpose[1])
+        return rows
+    total = all_reduce(parts)
+    rec.collective("all_reduce", pass_, flow, f"{name} = Σᵣ {name}ᵣ",
+                   f"{why[0]} Element [0, 0]: {first}.", before,
+                   rec.summed(name, total, "sum of every rank"), total.size, purpose=purpose[0])
+    return total
 
 
 def column_forward(rec: Recorder, x: Operand, w_parts: list[np.ndarray], sp: bool, *,
@@ -61,7 +82,8 @@ def column_forward(rec: Recorder, x: Operand, w_parts: list[np.ndarray], sp: boo
     rec.compute(
         "forward", mm_flow, "column-parallel matmul", f"{y_name}ᵣ = {x_name} · {w_name}ᵣ",
         f"Each rank multiplies the whole {dims(xv)} {x_name} by its {dims(w_parts[0])} block of "
-        f"columns of {w_name}{'' if sp else ' — f is the identity in forward: every rank already has ' + x_name}. "
+        f"columns of {w_name}"
+        f"{'' if sp else ' — f is the identity in forward: every rank already has ' + x_name}. "
         f"Rank 0's first element: {first}. The {t} results are {y_name}'s columns, side by side; "
         f"no rank needs another's.", (x, w_op), ("·", "="),
         rec.sharded(f"{y_name}ᵣ", y_parts, "its columns" if t > 1 else ""))
@@ -95,24 +117,15 @@ def column_backward(rec: Recorder, x_used: Operand, x_kept: Operand, dy_parts: l
            f"element is {dot_text(dy_parts[0][0], w_parts[0][0])}." if t > 1 else ""),
         (rec.sharded(f"d{y_name}ᵣ", dy_parts), rec.sharded(f"{w_name}ᵣᵀ", [w.T for w in w_parts])),
         ("·", "="), rec.sharded(f"d{x_name}ᵣ", dx_parts, "partial sum" if t > 1 else ""))
-    before = rec.sharded(f"d{x_name}ᵣ", dx_parts, "partial sum")
-    firsts = [float(p[0, 0]) for p in dx_parts]
-    if sp:
-        dx = reduce_scatter(dx_parts, 0)
-        rec.collective(
-            "reduce_scatter", "backward", comm_flow, f"d{x_name}ᵣ = reduce-scatter(d{x_name}ᵣ)",
-            f"The backward of the all-gather is a reduce-scatter: the partial sums are added "
-            f"and each rank keeps only its own rows, {dims(dx[0])}. Element [0, 0] on rank 0: "
-            f"{sum_text(firsts)}.", before, rec.summed(f"d{x_name}ᵣ", dx, "its rows of the sum"),
-            dx_parts[0].size, purpose=f"sum the partial d{x_name}, keep each rank's rows")
-    else:
-        dx = all_reduce(dx_parts)
-        rec.collective(
-            "all_reduce", "backward", comm_flow, f"d{x_name} = Σᵣ d{x_name}ᵣ",
-            f"f's backward is an all-reduce: every rank adds the {t} partial sums and gets the "
-            f"whole d{x_name}. Element [0, 0]: {sum_text(firsts)}.", before,
-            rec.summed(f"d{x_name}", dx, "sum of every rank"), dx.size,
-            purpose=f"f: sum the partial d{x_name}")
+    rows = dx_parts[0].shape[0] // t
+    dx = sum_partials(
+        rec, dx_parts, sp, f"d{x_name}", "backward", comm_flow,
+        why=(f"f's backward is an all-reduce: every rank adds the {t} partial sums and gets the "
+             f"whole d{x_name}.",
+             f"The backward of the all-gather is a reduce-scatter: the partial sums are added "
+             f"and each rank keeps only its own {rows} row{'s' if rows > 1 else ''}."),
+        purpose=(f"f: sum the partial d{x_name}",
+                 f"sum the partial d{x_name}, keep each rank's rows"))
     xv = x_used.values[0]
     dw_parts = [xv.T @ dy for dy in dy_parts]
     rec.compute(
@@ -143,25 +156,16 @@ def row_forward(rec: Recorder, x_parts: list[np.ndarray], w_parts: list[np.ndarr
         (rec.sharded(f"{x_name}ᵣ", x_parts, "its columns" if t > 1 else ""),
          rec.sharded(f"{w_name}ᵣ", w_parts, "its rows" if t > 1 else "")), ("·", "="),
         rec.sharded(f"{y_name}ᵣ", y_parts, "partial sum" if t > 1 else ""))
-    before = rec.sharded(f"{y_name}ᵣ", y_parts, "partial sum")
-    firsts = [float(p[0, 0]) for p in y_parts]
-    if sp:
-        y = reduce_scatter(y_parts, 0)
-        rec.collective(
-            "reduce_scatter", "forward", comm_flow, f"{y_name}ᵣ = reduce-scatter({y_name}ᵣ)",
-            f"With sequence parallelism the all-reduce becomes a reduce-scatter: the partial sums "
-            f"are added and each rank keeps only its {dims(y[0])} rows — the LayerNorm and "
-            f"dropout after it work on rows independently. Element [0, 0] on rank 0: "
-            f"{sum_text(firsts)}.", before, rec.summed(f"{y_name}ᵣ", y, "its rows of the sum"),
-            y_parts[0].size, purpose=f"sum the partial {y_name}, keep each rank's rows")
-        return y
-    y = all_reduce(y_parts)
-    rec.collective(
-        "all_reduce", "forward", comm_flow, f"{y_name} = Σᵣ {y_name}ᵣ",
-        f"g is an all-reduce in forward: the {t} partial sums are added element by element and "
-        f"every rank receives the whole {y_name}. Element [0, 0]: {sum_text(firsts)}.", before,
-        rec.summed(y_name, y, "sum of every rank"), y.size, purpose=f"g: sum the partial {y_name}")
-    return y
+    rows = y_parts[0].shape[0] // t
+    return sum_partials(
+        rec, y_parts, sp, y_name, "forward", comm_flow,
+        why=(f"g is an all-reduce in forward: the {t} partial sums are added element by element "
+             f"and every rank receives the whole {y_name}.",
+             f"With sequence parallelism the all-reduce becomes a reduce-scatter: the partial "
+             f"sums are added and each rank keeps only its {rows} row{'s' if rows > 1 else ''} — "
+             f"the LayerNorm and dropout after it work on rows independently."),
+        purpose=(f"g: sum the partial {y_name}",
+                 f"sum the partial {y_name}, keep each rank's rows"))
 
 
 def row_backward(rec: Recorder, dy: np.ndarray | list[np.ndarray], x_parts: list[np.ndarray],

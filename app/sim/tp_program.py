@@ -161,8 +161,7 @@ class Recorder:
         self.add(Step(pass_, "collective", title, formula, flow, caption, (before,), ("→",),
                       after, Collective(op, pass_, elements, reduce_op, purpose)))
 
-    def check(self, pass_: str, caption: str, comparisons: tuple[Comparison, ...],
-              title: str) -> None:
+    def check(self, caption: str, comparisons: tuple[Comparison, ...], title: str) -> None:
         self.add(Step("check", "check", title, "", "", caption, comparisons=comparisons))
 
     @property

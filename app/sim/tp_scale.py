@@ -140,7 +140,8 @@ def scale(model: ModelShape, seq: int, micro_batch: int, tp: int, sequence_paral
     terms = tuple((a.name, a.formula, none, with_tp, with_sp)
                   for (a, none), (_, with_tp), (_, with_sp) in rows)
     elements = seq * micro_batch * model.hidden
-    inside = Links(alpha_us, intra_node_gbs, inter_node_gbs, max(TP_SWEEP))  # one node holds them all
+    # inside: one node holds every rank of the sweep; across: one GPU per node
+    inside = Links(alpha_us, intra_node_gbs, inter_node_gbs, max(TP_SWEEP))
     across = Links(alpha_us, intra_node_gbs, inter_node_gbs, 1)
     flops = forward_flops(model, seq, micro_batch)
     per_us = gpu_tflops * 1e6          # FLOP per µs

@@ -208,7 +208,7 @@ def sublayer_block(inp: BlockInputs, tp: int, sp: bool, heads: int,
     rec.compute("forward", "drop", "dropout + residual",
                 "Outᵣ = Xᵣ + Mᵣ ⊙ Zᵣ" if sp else "Out = X + M ⊙ Z",
                 f"Dropout (p = 0.1: M is 0 or 1/0.9 = {num(1 / 0.9)}) and the residual "
-                + (f"on each rank's rows only." if sp else
+                + ("on each rank's rows only." if sp else
                    f"on every rank in full, again repeated {tp} times.") +
                 f" Out[0, 0] = {num(x[0, 0])} + {num(mask[0, 0])} × {num(z_rows[0][0, 0])} = "
                 f"{num(out_parts[0][0, 0])}.",
@@ -216,7 +216,7 @@ def sublayer_block(inp: BlockInputs, tp: int, sp: bool, heads: int,
     out_gathered = (rec.gathered("Out", out_parts, 0, "every rank's rows") if sp
                     else rec.replicated("Out", out_parts[0]))
     err = compare("Out", out_gathered, ref.output)
-    rec.check("forward", f"The tensor-parallel output{' assembled from every rank' if sp else ''}"
+    rec.check(f"The tensor-parallel output{' assembled from every rank' if sp else ''}"
               f" next to the same block on one GPU without sharding. Largest difference: "
               f"{err.error:.3g} — floating-point rounding only (sums taken in another order).",
               (err,), "forward result")
@@ -274,7 +274,7 @@ def sublayer_block(inp: BlockInputs, tp: int, sp: bool, heads: int,
                   "dX", dx_full), ref.input_grad),
               compare("dγ", rec.replicated("dγ", total[:1]), ref.grads["gamma"][None]),
               compare("dβ", rec.replicated("dβ", total[1:]), ref.grads["beta"][None]))
-    rec.check("backward", grads_caption(checks), checks, "gradients")
+    rec.check(grads_caption(checks), checks, "gradients")
     shard_grads = tuple({first: core_grads[first][r], second: core_grads[second][r],
                          "gamma": total[0], "beta": total[1]} for r in range(tp))
     # what each rank computes before the collective that completes it: its partial sum of Z

@@ -183,7 +183,8 @@ def test_collectives_are_megatrons(block, tp, sp):
     p = params(block, tp, sp, tokens=8, hidden=16, ffn=32)
     size = {"nh": 8 * 16, "nf": 8 * 32, "n": 8, "2h": 32}
     got = [(c.op, c.pass_, c.elements) for c in simulate(p).comm]
-    expected = [] if tp == 1 else [(op, pass_, size[e]) for op, pass_, e in EXPECTED_COMM[(block, sp)]]
+    expected = ([] if tp == 1 else
+                [(op, pass_, size[e]) for op, pass_, e in EXPECTED_COMM[(block, sp)]])
     assert got == expected
     maxes = [c for c in simulate(p).comm if c.reduce_op == "max"]
     assert len(maxes) == (1 if block == "embedding" and tp > 1 else 0)
