@@ -21,8 +21,6 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.sim.models import PRESETS
-
 
 class SceneParams(BaseModel):
     """Base of every scene's parameters: frozen, NaN and ∞ refused, unknown keys ignored (a
@@ -32,9 +30,10 @@ class SceneParams(BaseModel):
                               validate_default=True)
 
     def query(self, **overrides: Any) -> str:
-        """The canonical query string of these params (every field, in declaration order)."""
+        """The canonical query string of these params (every field, in declaration order;
+        optional fields left unset are left out)."""
         values = {**self.model_dump(), **overrides}
-        return urlencode({k: _query_value(v) for k, v in values.items()})
+        return urlencode({k: _query_value(v) for k, v in values.items() if v is not None})
 
 
 def _query_value(value: Any) -> str:
@@ -87,23 +86,39 @@ InterNodeGBs = Annotated[float, Field(ge=0.1, le=10000,
                                       description="link bandwidth between nodes (InfiniBand), GB/s")]
 GpusPerNode = Annotated[int, Field(ge=1, le=64, description="GPUs in each node")]
 SizeBytes = Annotated[int, Field(ge=1, le=2**36, description="a message size in bytes")]
+GpuTflops = Annotated[float, Field(ge=1, le=100000,
+                                   description="sustained matmul throughput of one GPU, TFLOP/s")]
 
 # Model and parallelism sizes shared by the later chapters.
 Dp = Annotated[int, Field(ge=1, le=1024, description="data-parallel size")]
 Tp = Annotated[int, Field(ge=1, le=64, description="tensor-parallel size")]
 Pp = Annotated[int, Field(ge=1, le=64, description="pipeline-parallel size (stages)")]
 Layers = Annotated[int, Field(ge=1, le=512, description="transformer layers")]
+Tokens = Annotated[int, Field(ge=1, le=65536,
+                              description="tokens in a batch (the rows of an activation matrix)")]
 Hidden = Annotated[int, Field(ge=1, le=131072, description="hidden size h")]
 Heads = Annotated[int, Field(ge=1, le=512, description="attention heads a")]
 Ffn = Annotated[int, Field(ge=1, le=524288, description="MLP inner size")]
 Vocab = Annotated[int, Field(ge=1, le=1048576, description="vocabulary size V")]
 Seq = Annotated[int, Field(ge=1, le=1048576, description="sequence length s")]
 MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b")]
-Tokens = Annotated[int, Field(ge=1, le=65536,
-                              description="tokens in a batch (the rows of an activation matrix)")]
-Preset = Literal[tuple(PRESETS)]  # a model from app/sim/models.py, by name
-GpuTflops = Annotated[float, Field(ge=1, le=100000,
-                                   description="sustained matmul throughput of one GPU, TFLOP/s")]
+
+# Training set-up shared by the memory ledger, optimizers, precision and checkpointing.
+# Optimizer names are app.sim.model_states.OPTIMIZERS; a scene that animates fewer of them says
+# which in an Invalid("optimizer", …).
+Optimizer = Literal["sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit"]
+Precision = Literal["fp32", "mixed"]          # mixed: 16-bit params and grads, fp32 master/states
+Recompute = Literal["none", "selective", "full"]
+ParamCount = Annotated[int, Field(ge=1, le=10**13, description="parameters Ψ of the model")]
+Steps = Annotated[int, Field(ge=1, le=64, description="optimizer steps")]
+LearningRate = Annotated[float, Field(gt=0, le=10, description="learning rate")]
+WeightDecay = Annotated[float, Field(ge=0, le=1, description="weight-decay coefficient λ")]
+Preset = Literal["gpt2", "gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b"]  # models.PRESETS
+KvHeads = Annotated[int, Field(ge=1, le=512, description="key/value heads (grouped-query "
+                                                        "attention)")]
+GradAccum = Annotated[int, Field(ge=1, le=1024,
+                                 description="gradient-accumulation steps (micro-batches per "
+                                             "optimizer step)")]
 
 
 # --- parsing with messages ------------------------------------------------------------------

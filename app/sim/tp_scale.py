@@ -15,9 +15,8 @@ is exactly what the simulated blocks call (tests/sim/test_tp_scale.py checks it 
 
 Time: the α–β model of app/sim/collective_cost.py on the ring schedules, the tensor-parallel
 group inside one NVLink node, or spread one GPU per node over InfiniBand. Compute: the layer's
-matmul FLOPs, forward 2·s·b·(h·(h + 2·kv·d) + h² + k·h·f) + 4·s²·b·h (k = 2, or 3 for a gated
-MLP), which for GPT-3 is 24·s·b·h²(1 + s/(6h)) (Narayanan et al. 2021, eq. 3 per layer);
-backward twice that; split t ways; at the sustained throughput given.
+forward FLOPs from app/sim/flops.py (24·s·b·h²(1 + s/(6h)) for GPT-3), backward twice that,
+split t ways, at the sustained throughput given.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 
 from app.sim import activations
 from app.sim.collective_cost import Links, collective_time_us
+from app.sim.flops import layer_forward_flops
 from app.sim.models import ModelShape
 
 BYTES_PER_ACTIVATION = 2
@@ -105,13 +105,6 @@ def layer_shape(model: ModelShape, seq: int, micro_batch: int) -> activations.La
                                   model.ffn, model.gated_mlp, dropout=model.family == "gpt")
 
 
-def forward_flops(model: ModelShape, seq: int, micro_batch: int) -> float:
-    s, b, h, f = seq, micro_batch, model.hidden, model.ffn
-    kv_dim = h * model.kv_heads // model.heads
-    linear = h * (h + 2 * kv_dim) + h * h + (3 if model.gated_mlp else 2) * h * f
-    return 2 * s * b * linear + 4 * s * s * b * h
-
-
 def _variant(name, table, tp, elements, nvlink: Links, infiniband: Links, memory) -> Variant:
     size = elements * BYTES_PER_ACTIVATION
     items = tuple(
@@ -143,7 +136,7 @@ def scale(model: ModelShape, seq: int, micro_batch: int, tp: int, sequence_paral
     # inside: one node holds every rank of the sweep; across: one GPU per node
     inside = Links(alpha_us, intra_node_gbs, inter_node_gbs, max(TP_SWEEP))
     across = Links(alpha_us, intra_node_gbs, inter_node_gbs, 1)
-    flops = forward_flops(model, seq, micro_batch)
+    flops = layer_forward_flops(model, seq, micro_batch)
     per_us = gpu_tflops * 1e6          # FLOP per µs
 
     def compute(t: int) -> float:

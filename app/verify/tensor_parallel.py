@@ -60,13 +60,13 @@ def compare(params, trace, report: dict) -> Verdict:
                    ranks[rank]["grads"].get(_weight_of(label)))
             if got is None:
                 problems.append(f"rank {rank} reported no {label}")
-                row.append(None)
+                row.append(1.0)               # shown as a 100% difference
                 continue
             rel, diff = _relative(got, np.asarray(want, dtype=float))
             if not np.isfinite(rel):
                 problems.append(f"rank {rank}: {label} has shape {np.shape(got)}, the "
                                 f"simulation {np.shape(want)}")
-            row.append(float(f"{rel:.2g}"))
+            row.append(float(f"{min(rel, 1.0):.2g}"))
             worst_rel, worst_abs = max(worst_rel, rel), max(worst_abs, diff)
         table.append(row)
         labels.append(label)
@@ -85,10 +85,11 @@ def compare(params, trace, report: dict) -> Verdict:
         detail += f" ({_describe(predicted)})." if predicted else "."
     if problems:
         detail += " " + "; ".join(problems[:4])
+    detail += " Rows of the table: " + ", ".join(f"{k} {label}" for k, label in
+                                                 enumerate(labels, start=1)) + "."
     return Verdict(passed, float(f"{worst_abs:.3g}"), detail,
-                   {"diff_table": table, "row_labels": labels, "row_header": "tensor",
-                    "table_title": "Largest relative difference per tensor and rank",
-                    "bad_above": RELATIVE_TOLERANCE, "timing": None})
+                   {"diff_table": table, "row_labels": labels,
+                    "tolerance": RELATIVE_TOLERANCE, "timing": None})
 
 
 def _weight_of(label: str) -> str:

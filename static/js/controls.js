@@ -6,16 +6,15 @@
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
-//   data-multiple-of="field"          this slider moves in steps of another field's value …
-//   data-when="field=a|b field=c"     … only while every such condition holds (else steps of 1)
-//   data-show-when="field=a|b"        this block only shows while the condition holds
+//   data-show-when="field"            … or for those values of another control (default "op")
 (function () {
   "use strict";
 
+  // (form.elements would rebuild its collection after every swap; a selector does not)
   function value(form, name) {
-    var el = form.elements[name];
-    if (!el) return null;
-    return el.value !== undefined ? el.value : null;
+    var el = form.querySelector('input[name="' + name + '"]:checked, select[name="' + name +
+      '"], input[name="' + name + '"]:not([type="radio"])');
+    return el ? el.value : null;
   }
 
   function setOutput(input) {
@@ -52,9 +51,9 @@
     var checked = form.querySelector("input[data-ops]:checked");
     if ((!checked || checked.disabled) && fallback) fallback.checked = true;
     form.querySelectorAll("[data-show-for]").forEach(function (block) {
-      block.hidden = block.dataset.showFor.split(" ").indexOf(op) < 0;
+      var current = block.dataset.showWhen ? value(form, block.dataset.showWhen) : op;
+      block.hidden = block.dataset.showFor.split(" ").indexOf(current) < 0;
     });
-    fixMultiples(form);
   }
 
   function holds(form, spec) {
@@ -65,8 +64,10 @@
     });
   }
 
-  // Sliders that must stay multiples of another field (tp must divide ffn …). Two passes, so
-  // chains settle (heads follows tp, then hidden follows heads).
+  // Sliders that must stay multiples of another field (tp must divide ffn …), declared as
+  //   data-multiple-of="field"        this slider moves in steps of another field's value …
+  //   data-when="field=a|b field=c"   … while every such condition holds (else in steps of 1)
+  // Two passes, so chains settle (heads follows tp, then hidden follows heads).
   function fixMultiples(form) {
     for (var pass = 0; pass < 2; pass++) {
       form.querySelectorAll("[data-multiple-of]").forEach(function (slider) {
@@ -83,9 +84,6 @@
         setOutput(slider);
       });
     }
-    form.querySelectorAll("[data-show-when]").forEach(function (block) {
-      block.hidden = !holds(form, block.dataset.showWhen);
-    });
   }
 
   function markProblems() {
@@ -136,6 +134,8 @@
       fixDependents(form);
     }, true);
     fixDependents(form);
+    form.addEventListener("input", function () { fixMultiples(form); }, true);
+    fixMultiples(form);
   }
 
   function init(scope) {

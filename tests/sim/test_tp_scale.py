@@ -12,7 +12,8 @@ from app.sim import activations
 from app.sim.collective_cost import Links, collective_time_us, curves
 from app.sim.models import PRESETS
 from app.sim.tensor_parallel import simulate
-from app.sim.tp_scale import SP_LAYER, TP_LAYER, forward_flops, layer_shape, scale
+from app.sim.flops import layer_forward_flops as forward_flops
+from app.sim.tp_scale import SP_LAYER, TP_LAYER, layer_shape, scale
 
 MIB = 2**20
 GPT3 = PRESETS["gpt3-175b"]
