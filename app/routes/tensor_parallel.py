@@ -13,10 +13,10 @@ from pydantic import model_validator
 from app.params import (AlphaUs, Ffn, GpusPerNode, GpuTflops, Heads, Hidden, InterNodeGBs,
                         IntraNodeGBs, Invalid, MicroBatch, Preset, SceneParams, Seed, Seq,
                         Tokens, Tp, Vocab)
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim.models import PRESETS
 from app.sim.tensor_parallel import BLOCK_TITLES, simulate
-from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
+from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, environment, render
 from app.verify.tensor_parallel import CHECK
 from app.views import tensor_parallel as view
 from app.views import tp_panels
@@ -99,8 +99,21 @@ def tp_style(standalone: bool) -> Markup:
     return Markup(deck_style(standalone) + render("_partials/tp_style.css", c=colours))
 
 
+@lru_cache(maxsize=32)
+def deck_of(p: TensorParallelParams):
+    return view.build_deck(trace_of(SCENE, p))
+
+
+@lru_cache(maxsize=64)
+def deck_markup(p: TensorParallelParams, frame: int) -> Markup:
+    """The page's deck as SVG markup, frame ``frame`` first; cached, so dragging a slider back
+    to a value already seen costs nothing."""
+    macros = environment().get_template("_partials/tp_deck.html").module
+    return Markup(macros.tp_deck(deck_of(p), frame))
+
+
 def page_view(p: TensorParallelParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace),
+    return {"deck": deck_of(p), "deck_svg": deck_markup(p, frame),
             "block_title": BLOCK_TITLES[p.block],
             "torchrun": torchrun_command(p), **tp_panels.panels(p, trace)}
 

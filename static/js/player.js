@@ -15,6 +15,10 @@
     this.root = root;
     this.frames = parseInt(root.dataset.frames, 10);
     this.groups = Array.prototype.slice.call(root.querySelectorAll("svg.deck g.frame"));
+    // frames after the first one shown wait, inert, in a template until they are needed
+    var later = root.querySelector("template.deck-later");
+    this.later = later ? Array.prototype.slice.call(later.content.querySelectorAll("g.frame")) : [];
+    this.holder = root.querySelector("svg.deck g.frames");
     this.captions = Array.prototype.slice.call(root.querySelectorAll("[data-captions] > li"));
     this.scrub = root.querySelector("[data-scrub]");
     this.position = root.querySelector("[data-k]");
@@ -70,9 +74,18 @@
     if (this.playButton) this.playButton.setAttribute("aria-label", "Play");
   };
 
+  Player.prototype.load = function (k) {
+    while (this.groups.length <= k && this.later.length) {
+      var group = this.later.shift();
+      this.holder.appendChild(group);  // adopted from the template: moved, not copied
+      this.groups.push(this.holder.lastElementChild);
+    }
+  };
+
   Player.prototype.show = function (k, animate) {
     k = Math.max(0, Math.min(this.frames - 1, k));
     this.k = k;
+    this.load(k);
     this.animations.forEach(function (a) { a.cancel(); });
     this.animations = [];
     this.groups.forEach(function (g) {
@@ -95,6 +108,8 @@
     if (svg && link) link.setAttribute("href", svg + "&frame=" + k);
     if (this.root.closest("#stage") || document.body.classList.contains("embed")) {
       var url = new URL(window.location.href);
+      var now = url.searchParams.get("frame") || "0";
+      if (now === String(k)) return;  // a history update costs a few ms: only when it changes
       if (k === 0) url.searchParams.delete("frame"); else url.searchParams.set("frame", String(k));
       window.history.replaceState(window.history.state, "", url);
     }
@@ -146,6 +161,13 @@
     var keys = { ArrowLeft: "prev", ArrowRight: "next", Home: "first", End: "last" };
     if (keys[event.key]) { event.preventDefault(); active.act(keys[event.key]); }
     else if (event.key === " " && tag !== "BUTTON" && tag !== "A") { event.preventDefault(); active.act("play"); }
+  });
+
+  // htmx walks every element it removes, firing an event on each; a deck has thousands of
+  // elements and none of them carries htmx attributes, so take decks out before the swap.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (!event.detail.shouldSwap || !event.detail.target) return;
+    event.detail.target.querySelectorAll("svg.deck").forEach(function (deck) { deck.remove(); });
   });
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });

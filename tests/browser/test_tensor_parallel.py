@@ -18,7 +18,7 @@ def frame_shown(page) -> int:
 def test_slider_block_and_keyboard(page):
     page.goto(page.base + "/tensor-parallel")
     stage = page.locator("#stage")
-    assert stage.locator("svg.deck g.frame").count() == 9       # column, tp 2
+    assert stage.locator("[data-player]").get_attribute("data-frames") == "9"   # column, tp 2
 
     # drag tp to 4: the ffn slider stays a multiple of it and the stage re-renders
     page.locator("#f-tp").fill("4")
@@ -32,7 +32,7 @@ def test_slider_block_and_keyboard(page):
     page.wait_for_url(re.compile(r"block=mlp"))
     page.locator("label:has(input[name=sequence_parallel][value=true])").click()
     page.wait_for_url(re.compile(r"sequence_parallel=true"))
-    page.wait_for_function("document.querySelectorAll('#stage svg.deck g.frame').length == 21")
+    page.wait_for_function("document.querySelector('#stage [data-player]').dataset.frames == '21'")
     assert "reduce-scatter" in page.locator("#stage .panel").first.inner_text()
 
     # step with the keyboard: the caption and the address bar follow
