@@ -11,13 +11,14 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.course import CHAPTERS
-from app.routes import checkpointing, collective, memory, optimizer, precision
+from app.routes import checkpointing, collective, memory, optimizer, precision, tensor_parallel
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
 from app.templating import STATIC, render
 from app.verify.jobs import JobRunner
 
-SCENES = (memory.SCENE, collective.SCENE, optimizer.SCENE, precision.SCENE, checkpointing.SCENE)
+SCENES = (memory.SCENE, collective.SCENE, optimizer.SCENE, tensor_parallel.SCENE,
+          precision.SCENE, checkpointing.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not

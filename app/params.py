@@ -87,12 +87,16 @@ InterNodeGBs = Annotated[float, Field(ge=0.1, le=10000,
                                       description="link bandwidth between nodes (InfiniBand), GB/s")]
 GpusPerNode = Annotated[int, Field(ge=1, le=64, description="GPUs in each node")]
 SizeBytes = Annotated[int, Field(ge=1, le=2**36, description="a message size in bytes")]
+GpuTflops = Annotated[float, Field(ge=1, le=100000,
+                                   description="sustained matmul throughput of one GPU, TFLOP/s")]
 
 # Model and parallelism sizes shared by the later chapters.
 Dp = Annotated[int, Field(ge=1, le=1024, description="data-parallel size")]
 Tp = Annotated[int, Field(ge=1, le=64, description="tensor-parallel size")]
 Pp = Annotated[int, Field(ge=1, le=64, description="pipeline-parallel size (stages)")]
 Layers = Annotated[int, Field(ge=1, le=512, description="transformer layers")]
+Tokens = Annotated[int, Field(ge=1, le=65536,
+                              description="tokens in a batch (the rows of an activation matrix)")]
 Hidden = Annotated[int, Field(ge=1, le=131072, description="hidden size h")]
 Heads = Annotated[int, Field(ge=1, le=512, description="attention heads a")]
 Ffn = Annotated[int, Field(ge=1, le=524288, description="MLP inner size")]

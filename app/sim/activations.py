@@ -121,6 +121,16 @@ def kept_terms(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
     return tuple(kept)
 
 
+def breakdown(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
+              recompute: str = "none") -> tuple[tuple[ActivationTerm, float], ...]:
+    """Every term of :func:`terms` with the bytes one GPU keeps of it (0 where selective
+    recompute drops it), so rows line up across settings (the tensor-parallel scene's table)."""
+    if recompute == "full":
+        raise ValueError("a per-term breakdown needs recompute none or selective, got 'full'")
+    kept = {t.name: t.bytes for t in kept_terms(shape, tp, sequence_parallel, recompute)}
+    return tuple((term, kept.get(term.name, 0.0)) for term in terms(shape))
+
+
 def per_layer_bytes(shape: LayerShape, tp: int = 1, sequence_parallel: bool = False,
                     recompute: str = "none") -> float:
     """Activation bytes one layer keeps, one micro-batch, one GPU (Korthikanti Table 2)."""

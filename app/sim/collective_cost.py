@@ -147,9 +147,26 @@ def curves(op: str, world: int, links: Links,
     chunks (the shape of a schedule does not depend on the size, only the bytes scale)."""
     out = []
     for algorithm in algorithms_for(op, world):
-        costs = step_costs(build(op, algorithm, world, count=world * 2), links)
+        costs = schedule_costs(op, algorithm, world, links)
         out.append(Curve(algorithm, sizes, tuple(times_us(costs, links.alpha_us, sizes).tolist())))
     return tuple(out)
+
+
+@lru_cache(maxsize=512)
+def schedule_costs(op: str, algorithm: str, world: int, links: Links) -> StepCosts:
+    """The step costs of ``op``'s schedule on ``world`` ranks (its shape does not depend on the
+    size: only the bytes scale, so a schedule of ``world`` chunks stands for any size)."""
+    return step_costs(build(op, algorithm, world, count=world * 2), links)
+
+
+def collective_time_us(op: str, world: int, links: Links, size_bytes: float,
+                       algorithm: str = "ring") -> float:
+    """α–β time of one ``op`` over a ``size_bytes`` tensor (the full logical tensor, as
+    /api/collective's ``count``) on ranks ``0 … world−1`` placed on ``links``' nodes. One rank
+    communicates nothing: 0."""
+    if world < 2:
+        return 0.0
+    return time_us(schedule_costs(op, algorithm, world, links), links.alpha_us, size_bytes)
 
 
 def crossover_bytes(first: Curve, second: Curve) -> int | None:

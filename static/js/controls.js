@@ -2,7 +2,8 @@
 // highlighting the parameters the server rejected, and the embed dialog.
 //
 // Dependent controls are declared in the markup, so every scene gets them for free:
-//   data-multiple-of-world="op op …"  this slider moves in steps of the rank count for those ops
+//   data-multiple-of="field"          this slider moves in steps of another field's value …
+//   data-when="field=a|b field=c"     … while every such condition holds (else in steps of 1)
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
@@ -27,17 +28,6 @@
   function fixDependents(form) {
     var op = value(form, "op");
     var world = parseInt(value(form, "world"), 10);
-    form.querySelectorAll("[data-multiple-of-world]").forEach(function (slider) {
-      var splits = slider.dataset.multipleOfWorld.split(" ").indexOf(op) >= 0;
-      var step = splits && world ? world : 1;
-      var max = parseInt(slider.max, 10);
-      var current = parseInt(slider.value, 10);
-      slider.min = String(step);
-      slider.step = String(step);
-      var rounded = Math.max(step, Math.min(Math.floor(max / step) * step, Math.round(current / step) * step));
-      if (rounded !== current) slider.value = String(rounded);
-      setOutput(slider);
-    });
     form.querySelectorAll("[data-max-world]").forEach(function (slider) {
       if (!world) return;
       slider.max = String(world - 1);
@@ -68,6 +58,35 @@
       input.value = "";
       input.placeholder = String(values[name]);
     });
+  }
+
+  function holds(form, spec) {
+    if (!spec) return true;
+    return spec.split(" ").every(function (clause) {
+      var parts = clause.split("=");
+      return parts[1].split("|").indexOf(value(form, parts[0])) >= 0;
+    });
+  }
+
+  // Sliders that must stay multiples of another field (tp must divide ffn, count must divide
+  // into world chunks for ReduceScatter …): data-multiple-of and data-when above.
+  // Two passes, so chains settle (heads follows tp, then hidden follows heads).
+  function fixMultiples(form) {
+    for (var pass = 0; pass < 2; pass++) {
+      form.querySelectorAll("[data-multiple-of]").forEach(function (slider) {
+        if (!slider.dataset.baseMin) slider.dataset.baseMin = slider.min;
+        var base = parseInt(value(form, slider.dataset.multipleOf), 10);
+        var step = holds(form, slider.dataset.when) && base > 0 ? base : 1;
+        var low = Math.ceil(parseInt(slider.dataset.baseMin, 10) / step) * step;
+        var high = Math.floor(parseInt(slider.max, 10) / step) * step;
+        slider.min = String(low);
+        slider.step = String(step);
+        var current = parseInt(slider.value, 10);
+        var rounded = Math.max(low, Math.min(high, Math.round(current / step) * step));
+        if (rounded !== current) slider.value = String(rounded);
+        setOutput(slider);
+      });
+    }
   }
 
   function markProblems() {
@@ -127,6 +146,8 @@
       });
     }
     fixDependents(form);
+    form.addEventListener("input", function () { fixMultiples(form); }, true);
+    fixMultiples(form);
   }
 
   function init(scope) {
