@@ -4,6 +4,7 @@
 // Dependent controls are declared in the markup, so every scene gets them for free:
 //   data-multiple-of="field"          this slider moves in steps of another field's value …
 //   data-when="field=a|b field=c"     … while every such condition holds (else in steps of 1)
+//   data-min="n"                      its lowest value in steps of 1 (min is the rendered one)
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
@@ -74,7 +75,7 @@
   function fixMultiples(form) {
     for (var pass = 0; pass < 2; pass++) {
       form.querySelectorAll("[data-multiple-of]").forEach(function (slider) {
-        if (!slider.dataset.baseMin) slider.dataset.baseMin = slider.min;
+        if (!slider.dataset.baseMin) slider.dataset.baseMin = slider.dataset.min || slider.min;
         var base = parseInt(value(form, slider.dataset.multipleOf), 10);
         var step = holds(form, slider.dataset.when) && base > 0 ? base : 1;
         var low = Math.ceil(parseInt(slider.dataset.baseMin, 10) / step) * step;
