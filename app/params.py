@@ -98,6 +98,25 @@ Vocab = Annotated[int, Field(ge=1, le=1048576, description="vocabulary size V")]
 Seq = Annotated[int, Field(ge=1, le=1048576, description="sequence length s")]
 MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b")]
 
+# Data parallelism and ZeRO (chapters 4 and 5).
+ZeroStage = Annotated[int, Field(ge=0, le=3, description="ZeRO stage: 0 none, 1 optimizer "
+                                                          "states, 2 + gradients, 3 + parameters")]
+ParamCount = Annotated[int, Field(ge=1, le=10**13, description="model parameters Ψ")]
+Offload = Literal["none", "cpu", "nvme"]
+PcieGBs = Annotated[float, Field(ge=0.1, le=1000,
+                                 description="host ↔ GPU bandwidth per GPU (PCIe), GB/s")]
+NvmeGBs = Annotated[float, Field(ge=0.1, le=1000,
+                                 description="NVMe ↔ host bandwidth per GPU, GB/s")]
+CpuMemGBs = Annotated[float, Field(ge=0.1, le=10000,
+                                   description="host memory bandwidth per GPU's process, GB/s")]
+GpuTflops = Annotated[float, Field(ge=0.1, le=100000,
+                                   description="achieved dense throughput per GPU, TFLOP/s")]
+BucketMb = Annotated[float, Field(gt=0, le=4096,
+                                  description="DDP gradient bucket size (bucket_cap_mb), MiB")]
+TrainSteps = Annotated[int, Field(ge=1, le=10, description="training steps of the tiny model")]
+MlpLayers = Annotated[int, Field(ge=1, le=6, description="layers of the tiny MLP trained for real")]
+MlpWidth = Annotated[int, Field(ge=1, le=8, description="width of the tiny MLP trained for real")]
+
 
 # --- parsing with messages ------------------------------------------------------------------
 

@@ -56,6 +56,31 @@ class ModelShape:
     def param_count(self) -> int:
         return self.layers * self.layer_params() + self.embedding_params()
 
+    def tensors(self) -> tuple[tuple[str, int], ...]:
+        """(name, elements) of every parameter tensor in ``model.parameters()`` order, named
+        as in Hugging Face's GPT-2 and Llama; they add up to :meth:`param_count`."""
+        h, f, v = self.hidden, self.ffn, self.vocab
+        kv_dim = h * self.kv_heads // self.heads
+        if self.family == "gpt":
+            layer = (("ln_1.weight", h), ("ln_1.bias", h),
+                     ("attn.c_attn.weight", h * (h + 2 * kv_dim)), ("attn.c_attn.bias", h + 2 * kv_dim),
+                     ("attn.c_proj.weight", h * h), ("attn.c_proj.bias", h),
+                     ("ln_2.weight", h), ("ln_2.bias", h),
+                     ("mlp.c_fc.weight", h * f), ("mlp.c_fc.bias", f),
+                     ("mlp.c_proj.weight", f * h), ("mlp.c_proj.bias", h))
+            first = (("wte.weight", v * h), ("wpe.weight", self.seq * h))
+            last = (("ln_f.weight", h), ("ln_f.bias", h))      # the head is tied to wte
+        else:
+            layer = (("input_layernorm.weight", h), ("self_attn.q_proj.weight", h * h),
+                     ("self_attn.k_proj.weight", h * kv_dim), ("self_attn.v_proj.weight", h * kv_dim),
+                     ("self_attn.o_proj.weight", h * h), ("post_attention_layernorm.weight", h),
+                     ("mlp.gate_proj.weight", h * f), ("mlp.up_proj.weight", h * f),
+                     ("mlp.down_proj.weight", f * h))
+            first = (("embed_tokens.weight", v * h),)
+            last = (("norm.weight", h), ("lm_head.weight", v * h))
+        layers = tuple((f"h.{i}.{name}", n) for i in range(self.layers) for name, n in layer)
+        return first + layers + last
+
 
 PRESETS: dict[str, ModelShape] = {m.name: m for m in (
     ModelShape("gpt2", "gpt", 12, 768, 12, 12, 3072, 50257, 1024),
