@@ -1,0 +1,269 @@
+"""One training step of a real-sized model on a cluster, as a timeline: DataParallel, DDP with
+bucketed all-reduce, and FSDP with or without prefetching.
+
+**Compute** (Narayanan et al. 2021, §5.1; Korthikanti et al. 2022, §6): a matrix multiply with a
+weight of p elements costs 2·tokens·p FLOPs forward and twice that backward; attention's two
+batched products add 4·b·s²·h per layer forward. tokens = micro_batch · seq, one GPU's share.
+Durations are FLOPs / (TFLOP/s achieved). Norms, biases and embedding look-ups cost ~nothing.
+Adam touches 28 bytes per parameter (reads p, g, m, v; writes p, m, v, all fp32) at
+:data:`HBM_GBS` of GPU memory bandwidth.
+
+**Communication** comes from :func:`app.sim.collective_cost.ring_time_us`: the α–β time of the
+ring schedules of chapter 2 on ``dp`` ranks, NVLink inside a node, InfiniBand between nodes.
+
+**Order** (:mod:`app.sim.timeline`): one compute lane and one communication lane per GPU (all
+ranks do the same, so one GPU is drawn), except DataParallel, whose GPUs differ.
+
+- DDP: backward produces gradients in reverse (:mod:`app.sim.ddp_buckets`); a bucket's
+  all-reduce is queued as soon as its last gradient is ready and runs while backward goes on.
+- FSDP (reshard after forward, ZeRO-3): each layer is all-gathered before its forward and again
+  before its backward, freed after use; its gradients are reduce-scattered after its backward.
+  With prefetch the next layer's all-gather is issued before the current layer computes
+  (FSDP's forward/backward prefetch), so it hides behind compute; without, it waits.
+  All-gathers and reduce-scatters share one lane here (NCCL runs them on one set of links).
+- DataParallel: GPU 0 replicates the parameters (a broadcast), scatters the inputs, gathers
+  every replica's outputs (logits, b·s·V values each) to compute the loss, scatters the
+  outputs' gradients back, reduces the parameter gradients to itself and alone runs Adam;
+  nothing overlaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from app.sim import ddp_buckets, timeline
+from app.sim.collective_cost import Links, ring_time_us
+from app.sim.models import ModelShape
+from app.sim.timeline import Task
+
+HBM_GBS = 2000.0             # GPU memory bandwidth for the optimizer step (A100 80 GB ≈ 2 TB/s)
+ADAM_BYTES = 28              # bytes Adam reads and writes per parameter
+TOKEN_ID_BYTES = 8           # int64 token ids, what DataParallel scatters
+
+
+@dataclass(frozen=True)
+class Workload:
+    shape: ModelShape
+    micro_batch: int
+    tflops: float
+    dp: int
+    links: Links
+    element_bytes: int       # bytes of a parameter / gradient element on the wire
+
+    @property
+    def tokens(self) -> int:
+        return self.micro_batch * self.shape.seq
+
+    @cached_property
+    def tensors(self) -> tuple[tuple[str, int], ...]:
+        return self.shape.tensors()
+
+    def flops_us(self, flops: float) -> float:
+        return flops / (self.tflops * 1e6)          # 1 TFLOP/s = 10⁶ FLOP per µs
+
+    def is_matmul(self, name: str, numel: int) -> bool:
+        embedding = name.startswith(("wte", "wpe", "embed_tokens"))
+        return name.endswith(".weight") and numel > self.shape.hidden and not embedding
+
+    def attention_us(self) -> float:
+        """One layer's attention products, forward."""
+        s = self.shape
+        return self.flops_us(4 * self.micro_batch * s.seq * s.seq * s.hidden)
+
+    def head_us(self) -> float:
+        """The tied output head's forward (GPT; Llama's lm_head is an ordinary tensor)."""
+        s = self.shape
+        return self.flops_us(2 * self.tokens * s.vocab * s.hidden) if s.tied_embeddings else 0.0
+
+    def backward_us(self) -> list[float]:
+        """Backward time spent on each tensor (model order), attention folded into the first
+        tensor backward meets after leaving the attention output projection."""
+        out = []
+        for name, numel in self.tensors:
+            t = self.flops_us(4 * self.tokens * numel) if self.is_matmul(name, numel) else 0.0
+            if name.endswith(("attn.c_attn.bias", "self_attn.v_proj.weight")):
+                t += 2 * self.attention_us()
+            out.append(t)
+        return out
+
+    def forward_us(self) -> float:
+        matmuls = sum(self.flops_us(2 * self.tokens * n) for name, n in self.tensors
+                      if self.is_matmul(name, n))
+        return matmuls + self.shape.layers * self.attention_us() + self.head_us()
+
+    def optimizer_us(self, params: float) -> float:
+        return ADAM_BYTES * params / (HBM_GBS * 1e3)
+
+    def collective_us(self, op: str, elements: float) -> float:
+        return ring_time_us(op, self.dp, elements * self.element_bytes, self.links)
+
+
+@dataclass(frozen=True)
+class StepTimeline:
+    mode: str
+    spans: tuple[timeline.Span, ...]
+    step_us: float
+    compute_us: float                # busy time of the (first) GPU's compute lane
+    comm_us: float                   # busy time of its communication
+    exposed_comm_us: float           # communication nothing hides
+    buckets: tuple[ddp_buckets.Bucket, ...] = ()
+    peak_gathered_elements: int = 0  # FSDP: most parameters held gathered at once (beyond the shard)
+
+    @property
+    def hidden_fraction(self) -> float:
+        return 1.0 - self.exposed_comm_us / self.comm_us if self.comm_us > 0 else 1.0
+
+
+def _result(mode, spans, compute_lane, comm_lane, **extra) -> StepTimeline:
+    return StepTimeline(mode, spans, timeline.makespan(spans), timeline.busy_us(spans, compute_lane),
+                        timeline.busy_us(spans, comm_lane),
+                        timeline.exposed_us(spans, comm_lane, compute_lane), **extra)
+
+
+def ddp(w: Workload, bucket_mb: float) -> StepTimeline:
+    sizes = tuple(n for _, n in w.tensors)
+    buckets = ddp_buckets.buckets(sizes, w.element_bytes, bucket_mb)
+    backward = w.backward_us()
+    tasks = [Task("forward", "compute", w.forward_us(), kind="forward",
+                  detail=f"forward of {w.micro_batch} × {w.shape.seq} tokens")]
+    if w.head_us():
+        tasks.append(Task("backward head", "compute", 2 * w.head_us(), ("forward",), "backward",
+                          "backward of the tied output head"))
+    previous = tasks[-1].name
+    position = {}
+    for k, t in enumerate(ddp_buckets.ready_order(sizes)):
+        name = f"grad {t}"
+        tasks.append(Task(name, "compute", backward[t], (previous,), "backward",
+                          f"{w.tensors[t][0]} ({w.tensors[t][1]:,})"))
+        previous, position[t] = name, k
+    for b in buckets:
+        last = max(b.tensors, key=position.__getitem__)
+        tasks.append(Task(f"bucket {b.index}", "comm", w.collective_us("all_reduce", b.elements),
+                          (f"grad {last}",), "all_reduce",
+                          f"bucket {b.index}: {len(b.tensors)} tensors, {b.bytes:,} bytes"))
+    tasks.append(Task("optimizer", "compute", w.optimizer_us(sum(sizes)),
+                      tuple(f"bucket {b.index}" for b in buckets) + (previous,), "optimizer",
+                      "Adam on every parameter, on every rank"))
+    return _result("ddp", timeline.schedule(tasks), "compute", "comm", buckets=buckets)
+
+
+def _units(tensors) -> list[tuple[str, list[int]]]:
+    """FSDP units: one per transformer layer, plus the root (embeddings, final norm, head)."""
+    layers: dict[int, list[int]] = {}
+    root = []
+    for t, (name, _) in enumerate(tensors):
+        if name.startswith("h."):
+            layers.setdefault(int(name.split(".")[1]), []).append(t)
+        else:
+            root.append(t)
+    return [("root", root)] + [(f"layer {l}", layers[l]) for l in sorted(layers)]
+
+
+def fsdp(w: Workload, prefetch: bool) -> StepTimeline:
+    sizes = [n for _, n in w.tensors]
+    backward = w.backward_us()
+    units = _units(w.tensors)
+    numel = {name: sum(sizes[t] for t in ts) for name, ts in units}
+    layer_fwd = {name: sum(w.flops_us(2 * w.tokens * sizes[t]) for t in ts
+                           if w.is_matmul(w.tensors[t][0], sizes[t]))
+                 + (w.attention_us() if name != "root" else 0.0) for name, ts in units}
+    layer_bwd = {name: sum(backward[t] for t in ts) for name, ts in units}
+    order = [name for name, _ in units[1:]]
+    tasks = [Task("AG root", "comm", w.collective_us("all_gather", numel["root"]), (), "all_gather",
+                  "all-gather embeddings and head (kept until the end of backward)")]
+    held = [("root", "AG root", None)]                    # (unit, gathered by, freed after)
+    previous = "AG root"
+    # 1. forward: gather, compute, free
+    for k, name in enumerate(order):
+        if k == 0 or not prefetch:
+            tasks.append(Task(f"AG {name} fwd", "comm", w.collective_us("all_gather", numel[name]),
+                              () if k == 0 else (previous,), "all_gather", f"all-gather {name}"))
+        if prefetch and k + 1 < len(order):               # issued as this layer starts
+            nxt = order[k + 1]
+            tasks.append(Task(f"AG {nxt} fwd", "comm", w.collective_us("all_gather", numel[nxt]),
+                              (previous,), "all_gather", f"all-gather {nxt} (prefetched)"))
+        tasks.append(Task(f"F {name}", "compute", layer_fwd[name],
+                          (f"AG {name} fwd", previous) if k else (f"AG {name} fwd", "AG root"),
+                          "forward", f"forward of {name}"))
+        held.append((name, f"AG {name} fwd", f"F {name}"))
+        previous = f"F {name}"
+    tasks.append(Task("F head + loss", "compute", w.head_us() + layer_fwd["root"], (previous,),
+                      "forward", "output head and loss"))
+    tasks.append(Task("B head", "compute", 2 * w.head_us(), ("F head + loss",), "backward",
+                      "backward of the output head"))
+    previous = "B head"
+    # 2. backward: gather again, compute, reduce-scatter, free
+    back = order[::-1]
+    for k, name in enumerate(back):
+        if k == 0 or not prefetch:
+            tasks.append(Task(f"AG {name} bwd", "comm", w.collective_us("all_gather", numel[name]),
+                              (previous,), "all_gather", f"all-gather {name} again"))
+        if prefetch and k + 1 < len(back):
+            nxt = back[k + 1]
+            tasks.append(Task(f"AG {nxt} bwd", "comm", w.collective_us("all_gather", numel[nxt]),
+                              (previous,), "all_gather", f"all-gather {nxt} (prefetched)"))
+        tasks.append(Task(f"B {name}", "compute", layer_bwd[name], (f"AG {name} bwd", previous),
+                          "backward", f"backward of {name}"))
+        tasks.append(Task(f"RS {name}", "comm", w.collective_us("reduce_scatter", numel[name]),
+                          (f"B {name}",), "reduce_scatter", f"reduce-scatter {name}'s gradients"))
+        held.append((name, f"AG {name} bwd", f"B {name}"))
+        previous = f"B {name}"
+    tasks.append(Task("B root", "compute", layer_bwd["root"], (previous,), "backward",
+                      "backward of the embeddings"))
+    tasks.append(Task("RS root", "comm", w.collective_us("reduce_scatter", numel["root"]),
+                      ("B root",), "reduce_scatter", "reduce-scatter the root's gradients"))
+    tasks.append(Task("optimizer", "compute", w.optimizer_us(sum(sizes) / w.dp),
+                      ("RS root", "B root"), "optimizer", "Adam on this rank's shard"))
+    spans = timeline.schedule(tasks)
+    return _result("fsdp", spans, "compute", "comm",
+                   peak_gathered_elements=_peak(spans, held, numel, w.dp))
+
+
+def _peak(spans, held, numel, dp) -> int:
+    """Most parameters gathered at once beyond this rank's own shard: a unit counts from the
+    start of its all-gather until the compute that used it ends (the root: all step)."""
+    at = {s.name: s for s in spans}
+    end = timeline.makespan(spans)
+    events = []
+    for unit, gathered, freed in held:
+        extra = numel[unit] - numel[unit] // dp
+        events += [(at[gathered].start_us, extra), (at[freed].end_us if freed else end, -extra)]
+    live = peak = 0
+    for _, delta in sorted(events, key=lambda e: (e[0], e[1])):
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+def data_parallel(w: Workload, drawn_gpus: int) -> StepTimeline:
+    """torch.nn.DataParallel on ``dp`` GPUs of one node, GPU 0 driving them all."""
+    s, n = w.shape, w.dp
+    psi = s.param_count()
+    logits = w.micro_batch * s.seq * s.vocab
+    bw = w.links.intra_node_gbs * 1e3                     # bytes per µs
+    copies = lambda size: (n - 1) * (w.links.alpha_us + size / bw)  # noqa: E731 - GPU 0 ↔ each
+    gpus = [f"GPU {g}" for g in range(min(n, drawn_gpus))]
+    tasks = [Task("replicate", "links", w.collective_us("broadcast", psi), (), "broadcast",
+                  "replicate: broadcast every parameter from GPU 0"),
+             Task("scatter inputs", "links", copies(w.micro_batch * s.seq * TOKEN_ID_BYTES), (),
+                  "scatter", "scatter the batch's token ids from GPU 0")]
+    for g in gpus:
+        tasks.append(Task(f"F {g}", g, w.forward_us(), ("replicate", "scatter inputs"), "forward",
+                          f"forward of replica {g}"))
+    tasks.append(Task("gather outputs", "links", copies(logits * w.element_bytes),
+                      tuple(f"F {g}" for g in gpus), "gather",
+                      f"gather {n} × {logits:,} logits onto GPU 0"))
+    tasks.append(Task("loss", gpus[0], 3 * n * logits * w.element_bytes / (HBM_GBS * 1e3),
+                      ("gather outputs",), "loss", "GPU 0 computes the loss of the whole batch"))
+    tasks.append(Task("scatter grads", "links", copies(logits * w.element_bytes), ("loss",),
+                      "scatter", "scatter the logits' gradients back"))
+    for g in gpus:
+        tasks.append(Task(f"B {g}", g, sum(w.backward_us()) + 2 * w.head_us(), ("scatter grads",),
+                          "backward", f"backward of replica {g}"))
+    tasks.append(Task("reduce grads", "links", w.collective_us("reduce", psi),
+                      tuple(f"B {g}" for g in gpus), "reduce", "reduce every gradient onto GPU 0"))
+    tasks.append(Task("optimizer", gpus[0], w.optimizer_us(psi), ("reduce grads",), "optimizer",
+                      "GPU 0 alone runs Adam; the others wait"))
+    return _result("dp", timeline.schedule(tasks), gpus[0], "links")
+
