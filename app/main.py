@@ -11,13 +11,13 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.course import CHAPTERS
-from app.routes import collective, zero
+from app.routes import collective, data_parallel, zero
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
 from app.templating import STATIC, render
 from app.verify.jobs import JobRunner
 
-SCENES = (collective.SCENE, zero.SCENE)
+SCENES = (collective.SCENE, data_parallel.SCENE, zero.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not

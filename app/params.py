@@ -21,6 +21,8 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.sim.models import PRESETS
+
 
 class SceneParams(BaseModel):
     """Base of every scene's parameters: frozen, NaN and ∞ refused, unknown keys ignored (a
@@ -116,6 +118,7 @@ BucketMb = Annotated[float, Field(gt=0, le=4096,
 TrainSteps = Annotated[int, Field(ge=1, le=10, description="training steps of the tiny model")]
 MlpLayers = Annotated[int, Field(ge=1, le=6, description="layers of the tiny MLP trained for real")]
 MlpWidth = Annotated[int, Field(ge=1, le=8, description="width of the tiny MLP trained for real")]
+Preset = Literal[tuple(PRESETS)]   # a model of app/sim/models.py: gpt2, gpt3-175b, llama3-8b, …
 
 
 # --- parsing with messages ------------------------------------------------------------------

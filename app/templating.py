@@ -7,6 +7,7 @@ htmx request, with jinja2-fragments, so one template serves both (DESIGN princip
 from __future__ import annotations
 
 import hashlib
+import math
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def environment() -> Environment:
     env.filters["bytes"] = human_bytes
     env.filters["time_us"] = human_time_us
     env.filters["num"] = lambda v, digits=3: f"{v:.{digits}g}"
+    env.filters["log2"] = lambda v: math.log2(float(v)) if float(v) > 0 else 0.0
     env.globals["asset_version"] = asset_version()
     env.globals["deck_style"] = deck_style
     return env

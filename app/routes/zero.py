@@ -10,17 +10,12 @@ from app.params import (AlphaUs, CpuMemGBs, Dp, GpuTflops, GpusPerNode, InterNod
                         IntraNodeGBs, Invalid, MicroBatch, MlpLayers, MlpWidth, NvmeGBs, Offload,
                         ParamCount, PcieGBs, SceneParams, Seed, Seq, TrainSteps, ZeroStage)
 from app.scene import Scene
+from app.sim.dp_training import too_much
 from app.sim.tiny_mlp import TinyMLP
 from app.sim.zero import simulate
 from app.templating import deck_style
 from app.verify.zero import CHECK
 from app.views import zero as view
-
-MAX_SAMPLES = 4096
-"""dp × micro_batch: the tiny model's global batch per step."""
-MAX_WORK = 1_000_000
-"""dp × tiny parameters × steps: the per-rank gradients the simulation adds up in ring order."""
-
 
 class ZeroParams(SceneParams):
     stage: ZeroStage = 2                      # 0 DDP, 1 shard optimizer states, 2 + gradients, 3 + parameters
@@ -50,18 +45,10 @@ class ZeroParams(SceneParams):
         if self.offload == "nvme" and self.stage != 3:
             raise Invalid("offload", f"offload nvme (ZeRO-Infinity) needs stage 3, as in "
                                      f"DeepSpeed (stage is {self.stage}); use offload cpu")
-        samples = self.dp * self.micro_batch
-        if samples > MAX_SAMPLES:
-            raise Invalid("micro_batch", f"dp ({self.dp}) × micro_batch ({self.micro_batch}) = "
-                                         f"{samples:,} samples per step is too many for the "
-                                         f"simulation (at most {MAX_SAMPLES:,}): use micro_batch "
-                                         f"≤ {max(1, MAX_SAMPLES // self.dp)}")
-        work = self.dp * TinyMLP(self.mlp_layers, self.mlp_width).param_count * self.steps
-        if work > MAX_WORK:
-            raise Invalid("dp", f"dp ({self.dp}) × tiny parameters "
-                                f"({TinyMLP(self.mlp_layers, self.mlp_width).param_count}) × steps "
-                                f"({self.steps}) = {work:,} gradients to add up is too many (at "
-                                f"most {MAX_WORK:,}): use fewer ranks, steps or a smaller MLP")
+        problem = too_much(TinyMLP(self.mlp_layers, self.mlp_width), self.dp, self.micro_batch,
+                           self.steps)
+        if problem:
+            raise Invalid(*problem)
         return self
 
 

@@ -185,7 +185,7 @@ def ring_time_us(op: str, world: int, size_bytes: float, links: Links, root: int
         for t in range(2 * world - 2):    # hop i carries piece t − i, for 0 ≤ t − i < world
             slowest = hop_gbs[max(0, t - world + 1):min(t, world - 2) + 1].min()
             total += links.alpha_us + chunk_bytes / (slowest * 1e3)
-        return total
+        return float(total)
     steps = step_count(op, "ring", world, world)
     if links.gpus_per_node == 1:          # every hop leaves its node
         gbs = links.inter_node_gbs

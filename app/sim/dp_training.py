@@ -34,6 +34,25 @@ from app.sim import sharding
 from app.sim.tiny_mlp import TinyMLP, adam_init, adam_update, batch, forward_backward, init_params
 
 ALGORITHMS = ("dp", "ddp", "zero0", "zero1", "zero2", "zero3")
+MAX_SAMPLES = 4096
+"""dp × micro_batch: the tiny model's global batch per step."""
+MAX_WORK = 1_000_000
+"""dp × tiny parameters × steps: the per-rank gradients a training run adds up in ring order."""
+
+
+def too_much(model: TinyMLP, dp: int, micro_batch: int, steps: int) -> tuple[str, str] | None:
+    """(parameter, message) when a run would exceed the bounds above, else None."""
+    samples = dp * micro_batch
+    if samples > MAX_SAMPLES:
+        return ("micro_batch", f"dp ({dp}) × micro_batch ({micro_batch}) = {samples:,} samples "
+                               f"per step is too many for the simulation (at most "
+                               f"{MAX_SAMPLES:,}): use micro_batch ≤ {max(1, MAX_SAMPLES // dp)}")
+    work = dp * model.param_count * steps
+    if work > MAX_WORK:
+        return ("dp", f"dp ({dp}) × tiny parameters ({model.param_count}) × steps ({steps}) = "
+                      f"{work:,} gradients to add up is too many (at most {MAX_WORK:,}): use "
+                      f"fewer ranks, steps or a smaller MLP")
+    return None
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,10 @@ class Workload:
         return self.flops_us(2 * self.tokens * s.vocab * s.hidden) if s.tied_embeddings else 0.0
 
     def backward_us(self) -> list[float]:
+        return self.backward
+
+    @cached_property
+    def backward(self) -> list[float]:
         """Backward time spent on each tensor (model order), attention folded into the first
         tensor backward meets after leaving the attention output projection."""
         out = []
@@ -88,9 +92,30 @@ class Workload:
         return out
 
     def forward_us(self) -> float:
+        return self.forward
+
+    @cached_property
+    def forward(self) -> float:
         matmuls = sum(self.flops_us(2 * self.tokens * n) for name, n in self.tensors
                       if self.is_matmul(name, n))
         return matmuls + self.shape.layers * self.attention_us() + self.head_us()
+
+    @cached_property
+    def ready(self) -> list[float]:
+        """When each tensor's gradient is ready in DDP's backward (model order)."""
+        clock = self.forward_us() + 2 * self.head_us()
+        ready = [0.0] * len(self.tensors)
+        for _, members in self.layer_runs:
+            for t in members:
+                clock += self.backward[t]
+                ready[t] = clock
+        return ready
+
+    @cached_property
+    def layer_runs(self) -> list[tuple[str, list[int]]]:
+        """Tensors in gradient-ready order, grouped by layer."""
+        return _consecutive_layers(self.tensors,
+                                   ddp_buckets.ready_order([n for _, n in self.tensors]))
 
     def optimizer_us(self, params: float) -> float:
         return ADAM_BYTES * params / (HBM_GBS * 1e3)
@@ -109,6 +134,8 @@ class StepTimeline:
     exposed_comm_us: float           # communication nothing hides
     buckets: tuple[ddp_buckets.Bucket, ...] = ()
     peak_gathered_elements: int = 0  # FSDP: most parameters held gathered at once (beyond the shard)
+    gathered: tuple[tuple[float, float, int], ...] = ()   # FSDP: (from µs, to µs, elements)
+    ready_us: tuple[float, ...] = ()  # DDP: when each tensor's gradient is ready (model order)
 
     @property
     def hidden_fraction(self) -> float:
@@ -122,30 +149,61 @@ def _result(mode, spans, compute_lane, comm_lane, **extra) -> StepTimeline:
 
 
 def ddp(w: Workload, bucket_mb: float) -> StepTimeline:
+    """Compute never waits for communication in DDP, so each gradient's ready time is the
+    forward plus the backward done before it; a bucket is released when its last gradient is
+    ready (``earliest_us``) and the NCCL stream runs the released buckets in order."""
     sizes = tuple(n for _, n in w.tensors)
     buckets = ddp_buckets.buckets(sizes, w.element_bytes, bucket_mb)
-    backward = w.backward_us()
+    backward, ready = w.backward_us(), w.ready
     tasks = [Task("forward", "compute", w.forward_us(), kind="forward",
                   detail=f"forward of {w.micro_batch} × {w.shape.seq} tokens")]
     if w.head_us():
         tasks.append(Task("backward head", "compute", 2 * w.head_us(), ("forward",), "backward",
                           "backward of the tied output head"))
-    previous = tasks[-1].name
-    position = {}
-    for k, t in enumerate(ddp_buckets.ready_order(sizes)):
-        name = f"grad {t}"
-        tasks.append(Task(name, "compute", backward[t], (previous,), "backward",
-                          f"{w.tensors[t][0]} ({w.tensors[t][1]:,})"))
-        previous, position[t] = name, k
+    for group, members in w.layer_runs:                            # one task per layer
+        tasks.append(Task(f"backward {group}", "compute", sum(backward[t] for t in members),
+                          (tasks[-1].name,), "backward", f"backward of {group}"))
+    last_compute = tasks[-1].name
     for b in buckets:
-        last = max(b.tensors, key=position.__getitem__)
         tasks.append(Task(f"bucket {b.index}", "comm", w.collective_us("all_reduce", b.elements),
-                          (f"grad {last}",), "all_reduce",
-                          f"bucket {b.index}: {len(b.tensors)} tensors, {b.bytes:,} bytes"))
+                          (), "all_reduce", f"bucket {b.index}: {len(b.tensors)} tensors, "
+                          f"{b.bytes:,} bytes", earliest_us=max(ready[t] for t in b.tensors)))
     tasks.append(Task("optimizer", "compute", w.optimizer_us(sum(sizes)),
-                      tuple(f"bucket {b.index}" for b in buckets) + (previous,), "optimizer",
-                      "Adam on every parameter, on every rank"))
-    return _result("ddp", timeline.schedule(tasks), "compute", "comm", buckets=buckets)
+                      tuple(f"bucket {b.index}" for b in buckets) + (last_compute,),
+                      "optimizer", "Adam on every parameter, on every rank"))
+    spans = timeline.schedule(tasks)
+    return _result("ddp", spans, "compute", "comm", buckets=buckets, ready_us=tuple(ready))
+
+
+def ddp_summary(w: Workload, bucket_mb: float) -> tuple[float, float]:
+    """(step µs, exposed communication µs) of :func:`ddp`, without drawing the timeline: the
+    buckets' all-reduces run in order, each from max(its last gradient, the previous one's end);
+    whatever runs after backward ends is exposed. The bucket-size sweep calls this."""
+    sizes = tuple(n for _, n in w.tensors)
+    backward_end = w.forward_us() + 2 * w.head_us() + sum(w.backward_us())
+    comm_end, exposed = 0.0, 0.0
+    for b in ddp_buckets.buckets(sizes, w.element_bytes, bucket_mb):
+        start = max(comm_end, max(w.ready[t] for t in b.tensors))
+        comm_end = start + w.collective_us("all_reduce", b.elements)
+        exposed += max(0.0, comm_end - max(start, backward_end))
+    return max(backward_end, comm_end) + w.optimizer_us(sum(sizes)), exposed
+
+
+def _consecutive_layers(tensors, order):
+    """Runs of tensors (in ``order``) that belong to the same layer: [("layer 11", [...]), …]."""
+    runs: list[tuple[str, list[int]]] = []
+    for t in order:
+        name = tensors[t][0]
+        if name.startswith("h."):
+            group = f"layer {name.split('.')[1]}"
+        else:   # before the layers in backward: final norm and head; after: the embeddings
+            seen_layers = any(g.startswith("layer") for g, _ in runs)
+            group = "the embeddings" if seen_layers else "the final norm and head"
+        if runs and runs[-1][0] == group:
+            runs[-1][1].append(t)
+        else:
+            runs.append((group, [t]))
+    return runs
 
 
 def _units(tensors) -> list[tuple[str, list[int]]]:
@@ -170,65 +228,69 @@ def fsdp(w: Workload, prefetch: bool) -> StepTimeline:
                  + (w.attention_us() if name != "root" else 0.0) for name, ts in units}
     layer_bwd = {name: sum(backward[t] for t in ts) for name, ts in units}
     order = [name for name, _ in units[1:]]
-    tasks = [Task("AG root", "comm", w.collective_us("all_gather", numel["root"]), (), "all_gather",
+    tasks = [Task("all-gather root", "comm", w.collective_us("all_gather", numel["root"]), (), "all_gather",
                   "all-gather embeddings and head (kept until the end of backward)")]
-    held = [("root", "AG root", None)]                    # (unit, gathered by, freed after)
-    previous = "AG root"
+    held = [("root", "all-gather root", None)]                    # (unit, gathered by, freed after)
+    previous = "all-gather root"
     # 1. forward: gather, compute, free
     for k, name in enumerate(order):
         if k == 0 or not prefetch:
-            tasks.append(Task(f"AG {name} fwd", "comm", w.collective_us("all_gather", numel[name]),
+            tasks.append(Task(f"all-gather {name}", "comm", w.collective_us("all_gather", numel[name]),
                               () if k == 0 else (previous,), "all_gather", f"all-gather {name}"))
         if prefetch and k + 1 < len(order):               # issued as this layer starts
             nxt = order[k + 1]
-            tasks.append(Task(f"AG {nxt} fwd", "comm", w.collective_us("all_gather", numel[nxt]),
+            tasks.append(Task(f"all-gather {nxt}", "comm", w.collective_us("all_gather", numel[nxt]),
                               (previous,), "all_gather", f"all-gather {nxt} (prefetched)"))
-        tasks.append(Task(f"F {name}", "compute", layer_fwd[name],
-                          (f"AG {name} fwd", previous) if k else (f"AG {name} fwd", "AG root"),
+        tasks.append(Task(f"forward {name}", "compute", layer_fwd[name],
+                          (f"all-gather {name}", previous) if k else (f"all-gather {name}", "all-gather root"),
                           "forward", f"forward of {name}"))
-        held.append((name, f"AG {name} fwd", f"F {name}"))
-        previous = f"F {name}"
-    tasks.append(Task("F head + loss", "compute", w.head_us() + layer_fwd["root"], (previous,),
+        held.append((name, f"all-gather {name}", f"forward {name}"))
+        previous = f"forward {name}"
+    tasks.append(Task("head + loss", "compute", w.head_us() + layer_fwd["root"], (previous,),
                       "forward", "output head and loss"))
-    tasks.append(Task("B head", "compute", 2 * w.head_us(), ("F head + loss",), "backward",
+    tasks.append(Task("backward head", "compute", 2 * w.head_us(), ("head + loss",), "backward",
                       "backward of the output head"))
-    previous = "B head"
+    previous = "backward head"
     # 2. backward: gather again, compute, reduce-scatter, free
     back = order[::-1]
     for k, name in enumerate(back):
         if k == 0 or not prefetch:
-            tasks.append(Task(f"AG {name} bwd", "comm", w.collective_us("all_gather", numel[name]),
+            tasks.append(Task(f"all-gather {name} again", "comm", w.collective_us("all_gather", numel[name]),
                               (previous,), "all_gather", f"all-gather {name} again"))
         if prefetch and k + 1 < len(back):
             nxt = back[k + 1]
-            tasks.append(Task(f"AG {nxt} bwd", "comm", w.collective_us("all_gather", numel[nxt]),
+            tasks.append(Task(f"all-gather {nxt} again", "comm", w.collective_us("all_gather", numel[nxt]),
                               (previous,), "all_gather", f"all-gather {nxt} (prefetched)"))
-        tasks.append(Task(f"B {name}", "compute", layer_bwd[name], (f"AG {name} bwd", previous),
+        tasks.append(Task(f"backward {name}", "compute", layer_bwd[name], (f"all-gather {name} again", previous),
                           "backward", f"backward of {name}"))
-        tasks.append(Task(f"RS {name}", "comm", w.collective_us("reduce_scatter", numel[name]),
-                          (f"B {name}",), "reduce_scatter", f"reduce-scatter {name}'s gradients"))
-        held.append((name, f"AG {name} bwd", f"B {name}"))
-        previous = f"B {name}"
-    tasks.append(Task("B root", "compute", layer_bwd["root"], (previous,), "backward",
+        tasks.append(Task(f"reduce-scatter {name}", "comm", w.collective_us("reduce_scatter", numel[name]),
+                          (f"backward {name}",), "reduce_scatter", f"reduce-scatter {name}'s gradients"))
+        held.append((name, f"all-gather {name} again", f"backward {name}"))
+        previous = f"backward {name}"
+    tasks.append(Task("backward embeddings", "compute", layer_bwd["root"], (previous,), "backward",
                       "backward of the embeddings"))
-    tasks.append(Task("RS root", "comm", w.collective_us("reduce_scatter", numel["root"]),
-                      ("B root",), "reduce_scatter", "reduce-scatter the root's gradients"))
+    tasks.append(Task("reduce-scatter root", "comm", w.collective_us("reduce_scatter", numel["root"]),
+                      ("backward embeddings",), "reduce_scatter", "reduce-scatter the root's gradients"))
     tasks.append(Task("optimizer", "compute", w.optimizer_us(sum(sizes) / w.dp),
-                      ("RS root", "B root"), "optimizer", "Adam on this rank's shard"))
+                      ("reduce-scatter root", "backward embeddings"), "optimizer", "Adam on this rank's shard"))
     spans = timeline.schedule(tasks)
-    return _result("fsdp", spans, "compute", "comm",
-                   peak_gathered_elements=_peak(spans, held, numel, w.dp))
+    intervals = _gathered(spans, held, numel, w.dp)
+    return _result("fsdp", spans, "compute", "comm", gathered=intervals,
+                   peak_gathered_elements=_peak(intervals))
 
 
-def _peak(spans, held, numel, dp) -> int:
-    """Most parameters gathered at once beyond this rank's own shard: a unit counts from the
-    start of its all-gather until the compute that used it ends (the root: all step)."""
+def _gathered(spans, held, numel, dp) -> tuple[tuple[float, float, int], ...]:
+    """When each unit is held gathered, beyond this rank's own shard: from the start of its
+    all-gather until the compute that used it ends (the root: the whole step)."""
     at = {s.name: s for s in spans}
     end = timeline.makespan(spans)
-    events = []
-    for unit, gathered, freed in held:
-        extra = numel[unit] - numel[unit] // dp
-        events += [(at[gathered].start_us, extra), (at[freed].end_us if freed else end, -extra)]
+    return tuple((at[gathered].start_us, at[freed].end_us if freed else end,
+                  numel[unit] - numel[unit] // dp) for unit, gathered, freed in held)
+
+
+def _peak(intervals) -> int:
+    """Most parameters gathered at once."""
+    events = [e for lo, hi, n in intervals for e in ((lo, n), (hi, -n))]
     live = peak = 0
     for _, delta in sorted(events, key=lambda e: (e[0], e[1])):
         live += delta
@@ -249,20 +311,20 @@ def data_parallel(w: Workload, drawn_gpus: int) -> StepTimeline:
              Task("scatter inputs", "links", copies(w.micro_batch * s.seq * TOKEN_ID_BYTES), (),
                   "scatter", "scatter the batch's token ids from GPU 0")]
     for g in gpus:
-        tasks.append(Task(f"F {g}", g, w.forward_us(), ("replicate", "scatter inputs"), "forward",
+        tasks.append(Task(f"forward ({g})", g, w.forward_us(), ("replicate", "scatter inputs"), "forward",
                           f"forward of replica {g}"))
     tasks.append(Task("gather outputs", "links", copies(logits * w.element_bytes),
-                      tuple(f"F {g}" for g in gpus), "gather",
+                      tuple(f"forward ({g})" for g in gpus), "gather",
                       f"gather {n} × {logits:,} logits onto GPU 0"))
     tasks.append(Task("loss", gpus[0], 3 * n * logits * w.element_bytes / (HBM_GBS * 1e3),
                       ("gather outputs",), "loss", "GPU 0 computes the loss of the whole batch"))
     tasks.append(Task("scatter grads", "links", copies(logits * w.element_bytes), ("loss",),
                       "scatter", "scatter the logits' gradients back"))
     for g in gpus:
-        tasks.append(Task(f"B {g}", g, sum(w.backward_us()) + 2 * w.head_us(), ("scatter grads",),
+        tasks.append(Task(f"backward ({g})", g, sum(w.backward_us()) + 2 * w.head_us(), ("scatter grads",),
                           "backward", f"backward of replica {g}"))
     tasks.append(Task("reduce grads", "links", w.collective_us("reduce", psi),
-                      tuple(f"B {g}" for g in gpus), "reduce", "reduce every gradient onto GPU 0"))
+                      tuple(f"backward ({g})" for g in gpus), "reduce", "reduce every gradient onto GPU 0"))
     tasks.append(Task("optimizer", gpus[0], w.optimizer_us(psi), ("reduce grads",), "optimizer",
                       "GPU 0 alone runs Adam; the others wait"))
     return _result("dp", timeline.schedule(tasks), gpus[0], "links")

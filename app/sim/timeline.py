@@ -23,6 +23,7 @@ class Task:
     after: tuple[str, ...] = ()
     kind: str = ""                 # what it is, for colours and legends: "forward", "all_reduce" …
     detail: str = ""               # one line for captions and tooltips
+    earliest_us: float = 0.0       # issued at this time (when a finer-grained event releases it)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ def schedule(tasks: list[Task] | tuple[Task, ...]) -> tuple[Span, ...]:
             raise ValueError(f"task {task.name!r} waits for {missing}, which are not listed "
                              f"before it")
         start, waited = lane_free.get(task.lane, (0.0, ""))
+        if task.earliest_us > start:
+            start, waited = task.earliest_us, ""
         for name in task.after:
             if ends[name] > start:
                 start, waited = ends[name], name

@@ -62,8 +62,8 @@ class LaneChart:
 
 def lane_chart(spans: tuple[Span, ...], lanes: tuple[str, ...], *, title: str = "",
                width: int = 1200, left: float = 150, row_h: float = 34, label_min: float = 70,
-               end_us: float | None = None) -> LaneChart:
-    top = 40.0 if title else 12.0
+               end_us: float | None = None, top: float | None = None) -> LaneChart:
+    top = top if top is not None else (40.0 if title else 12.0)
     right = width - 20.0
     end = end_us if end_us is not None else max((s.end_us for s in spans), default=1.0)
     end = end or 1.0
@@ -87,7 +87,8 @@ def lane_chart(spans: tuple[Span, ...], lanes: tuple[str, ...], *, title: str = 
             first, last = group[0], group[-1]
             text = first.detail if len(group) == 1 else f"{len(group)} tasks: {first.detail} … {last.detail}"
             duration = last.end_us - first.start_us
-            label = _fit(first.name if len(group) == 1 else _common(group), x1 - x0, label_min)
+            name = first.name.split(" (")[0] if len(group) == 1 else _common(group)
+            label = _fit(name, x1 - x0, label_min)
             bars.append(Bar(round(x0, 2), ys[lane], round(max(x1 - x0, 0.8), 2), row_h, colour,
                             text_on(colour), label, f"{text} · {human_time_us(duration)}"))
             if kind not in kinds_seen:

@@ -117,7 +117,7 @@ class Deck:
     shard_labels: tuple[Label, ...]
     separators: tuple[tuple[float, float, float], ...]
     frames: tuple[FrameView, ...]
-    legend: tuple[tuple[str, str, float], ...]
+    legend: tuple[tuple[str, str, float, str], ...]
     font: float
     ghost: tuple[float, float, str]          # y, height and label of DDP's memory, for scale
     bar: tuple[float, float]                 # x and width of the memory bar
@@ -404,14 +404,17 @@ def _sent_text(trace, elements: int) -> tuple[str, ...]:
     return (f"sent this step: {elements} elements", f"(Ψ model: {human_gb(scenario)})")
 
 
-def _legend(stage: int) -> tuple[tuple[str, str, float], ...]:
-    items = [("owner", "owner's colour: its shard" if stage else "grey: held whole by every rank"),
-             ("local", "rank's colour (grads): own gradient"),
-             ("mean", "dark: mean gradient"), ("stale", "faded: stale copy"),
-             ("pad", "hatched: padding"), ("empty", "dashed: not held")]
+def _legend(stage: int) -> tuple[tuple[str, str, float, str], ...]:
+    """(kind, text, x, swatch colour) of each legend item along the bottom edge."""
+    owner = rank_colour(0, 8) if stage else REPLICATED
+    items = [("owner", "owner's colour: its shard" if stage else "grey: held whole by every rank",
+              owner),
+             ("local", "rank's colour (grads): own gradient", ""),
+             ("mean", "dark: mean gradient", COMPLETE), ("stale", "faded: stale copy", owner),
+             ("pad", "hatched: padding", ""), ("empty", "dashed: not held", "")]
     out, x = [], 22.0
-    for kind, text in items:
-        out.append((kind, text, x))
+    for kind, text, colour in items:
+        out.append((kind, text, x, colour))
         x += 28 + len(text) * 7.7 + 22
     return tuple(out)
 

@@ -5,7 +5,9 @@
 //   data-multiple-of-world="op op …"  this slider moves in steps of the rank count for those ops
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
-//   data-show-for="op op …"           this block only shows for those ops
+//   data-show-for="op op …"           this block only shows for those ops (of the field named by
+//                                     data-show-field, "op" when absent)
+//   data-log2-for="name"              this slider moves log₂ of the hidden input "name"
 (function () {
   "use strict";
 
@@ -18,6 +20,19 @@
   function setOutput(input) {
     var out = document.querySelector('output[data-for="' + input.name + '"]');
     if (out) out.textContent = input.value;
+  }
+
+  // 2^x, rounded to three significant digits so that the URL stays readable
+  function pow2(x) {
+    var v = Math.pow(2, x);
+    return String(parseFloat(v.toPrecision(3)));
+  }
+
+  function syncLog2(slider) {
+    var hidden = slider.form && slider.form.elements[slider.dataset.log2For];
+    if (!hidden) return;
+    hidden.value = pow2(parseFloat(slider.value));
+    setOutput(hidden);
   }
 
   function fixDependents(form) {
@@ -49,7 +64,8 @@
     var checked = form.querySelector("input[data-ops]:checked");
     if ((!checked || checked.disabled) && fallback) fallback.checked = true;
     form.querySelectorAll("[data-show-for]").forEach(function (block) {
-      block.hidden = block.dataset.showFor.split(" ").indexOf(op) < 0;
+      var current = value(form, block.dataset.showField || "op");
+      block.hidden = block.dataset.showFor.split(" ").indexOf(current) < 0;
     });
   }
 
@@ -97,6 +113,7 @@
     form.__controls = true;
     // capture phase: runs before htmx's own listener reads the form
     form.addEventListener("input", function (event) {
+      if (event.target.dataset && event.target.dataset.log2For) syncLog2(event.target);
       if (event.target.name) setOutput(event.target);
       fixDependents(form);
     }, true);
