@@ -73,7 +73,8 @@ class Deck:
     legend: tuple[tuple[float, str, str], ...]
     lanes_bottom: float
     strip_legend: tuple[tuple[float, float, str, str], ...]
-    utilisation: tuple
+    utilisation: tuple[Text, ...]
+    strip_outline: bool = False
 
 
 LAYOUT = {  # mode: (row height of a lane, strip top, strip height)
@@ -88,15 +89,14 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
     lanes = (tuple(f"GPU {g}" for g in range(min(p.dp, 8))) + ("links",) if p.mode == "dp"
              else ("compute", "comm"))
     row_h, strip_y, strip_h = LAYOUT[p.mode]
-    chart = lane_chart(t.spans, lanes, width=RIGHT + 20, left=LEFT, row_h=row_h, top=LANE_TOP,
+    right = RIGHT - 110 if p.mode == "dp" else RIGHT          # DataParallel: room for "44 % busy"
+    chart = lane_chart(t.spans, lanes, width=right + 20, left=LEFT, row_h=row_h, top=LANE_TOP,
                        label_min=60)
     names = {"compute": "GPU compute", "comm": "NCCL stream", "links": "copies / NCCL"}
     lane_names = tuple(Text(LEFT - 12, y, names.get(name, name), 16, "end")
                        for y, name in chart.lanes)
     scale = (chart.right - chart.left) / (t.step_us or 1.0)
     x_of = lambda us: chart.left + us * scale  # noqa: E731
-    if p.mode == "dp":
-        strip_y = chart.axis_y + 90
     last = len(trace.moments) - 1 if upto is None else upto
     clock = BucketClock(trace) if p.mode == "ddp" else None
     frames = []
@@ -129,10 +129,11 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
     strip_title = {"ddp": "DDP's buckets, in the order backward fills them (width = bytes)",
                    "fsdp": f"parameters held gathered beyond this rank's shard (peak "
                            f"{t.peak_gathered_elements / 1e6:.1f} M)",
-                   "dp": "how busy each GPU is over the whole step"}[p.mode]
+                   "dp": ""}[p.mode]
     return Deck(WIDTH, HEIGHT, title, lane_names, chart.axis_y, chart.ticks, strip_title,
                 strip_y, strip_h, tuple(frames), tuple(legend), chart.axis_y,
-                _strip_legend(p.mode, strip_y + strip_h + 30), _utilisation(trace, strip_y))
+                _strip_legend(p.mode, strip_y + strip_h + 30), _utilisation(trace, chart),
+                strip_outline=p.mode == "ddp")
 
 
 def _strip_legend(mode: str, y: float) -> tuple[tuple[float, float, str, str], ...]:
@@ -140,7 +141,7 @@ def _strip_legend(mode: str, y: float) -> tuple[tuple[float, float, str, str], .
         return ()
     items = ([("", "waiting for gradients"), (STRIP_STATES["filling"], "filling (gradients ready)"),
               (STRIP_STATES["queued"], "full, queued"), (STRIP_STATES["reducing"], "all-reducing"),
-              (STRIP_STATES["reduced"], "reduced")] if mode == "ddp" else
+              ("class:reduced", "reduced")] if mode == "ddp" else
              [(ROOT_GATHERED, "embeddings and head: gathered for the whole step"),
               (LAYER_GATHERED, "layers: gathered around their forward and backward")])
     out, x = [], float(LEFT)
@@ -150,22 +151,17 @@ def _strip_legend(mode: str, y: float) -> tuple[tuple[float, float, str, str], .
     return tuple(out)
 
 
-def _utilisation(trace, top: float) -> tuple[tuple[Text, Piece, Piece, Text], ...]:
-    """DataParallel: each drawn GPU's busy share of the step, as a bar."""
+def _utilisation(trace, chart) -> tuple[Text, ...]:
+    """DataParallel: each drawn GPU's busy share of the whole step, at the end of its lane."""
     p, t = trace.params, trace.timeline
     if p.mode != "dp":
         return ()
-    rows = []
-    span_w = RIGHT - LEFT - 120
-    for g in range(min(p.dp, 8)):
-        busy = sum(s.duration_us for s in t.spans if s.lane == f"GPU {g}")
-        share = busy / t.step_us if t.step_us else 0.0
-        y = top + 12 + g * 26
-        rows.append((Text(LEFT - 12, y + 14, f"GPU {g}", 15, "end"),
-                     Piece(LEFT, y, span_w, 18, "", "freed"),
-                     Piece(LEFT, y, round(span_w * share, 1), 18, "#0072B2" if g else "#D55E00"),
-                     Text(LEFT + span_w + 10, y + 14, f"{share:.0%} busy", 15)))
-    return tuple(rows)
+    out = []
+    for y, name in chart.lanes:
+        if name.startswith("GPU"):
+            busy = sum(s.duration_us for s in t.spans if s.lane == name)
+            out.append(Text(chart.right + 14, y + 5, f"{busy / t.step_us:.0%} busy", 15))
+    return tuple(out)
 
 
 def _bar_pieces(bars: tuple[Bar, ...], x0: float, x1: float):
@@ -219,12 +215,15 @@ def _bucket_strip(trace, clock: BucketClock, lo, hi, first, y, h):
         before = None if first else clock.state(b, lo)
         if now != before:
             state, fraction = now
-            pieces.append(Piece(round(x, 2), y, round(max(w, 0.6), 2), h, "", "freed"))
+            if fraction < 1:                  # an outline for what is still to come
+                pieces.append(Piece(round(x, 2), y, round(max(w, 0.6), 2), h, "",
+                                    "freed" if w >= 6 else "blank"))
             if state != "waiting":
                 pieces.append(Piece(round(x, 2), y, round(max(w * fraction, 0.6), 2), h,
-                                    STRIP_STATES[state]))
+                                    STRIP_STATES[state], "reduced" if state == "reduced" else ""))
             if w >= 44:
-                ink = text_on(STRIP_STATES[state]) if state != "waiting" and fraction == 1 else ""
+                ink = ("class:on-ink" if state == "reduced" else
+                       text_on(STRIP_STATES[state]) if state != "waiting" and fraction == 1 else "")
                 texts.append(Text(round(x + w / 2, 1), y + h / 2 + 5, f"{b.index}", 14, "middle",
                                   ink))
         x += w

@@ -407,10 +407,10 @@ def _sent_text(trace, elements: int) -> tuple[str, ...]:
 def _legend(stage: int) -> tuple[tuple[str, str, float, str], ...]:
     """(kind, text, x, swatch colour) of each legend item along the bottom edge."""
     owner = rank_colour(0, 8) if stage else REPLICATED
-    items = [("owner", "owner's colour: its shard" if stage else "grey: held whole by every rank",
+    items = [("owner", "owner's colour: its shard" if stage else "grey: whole on every rank",
               owner),
-             ("local", "rank's colour (grads): own gradient", ""),
-             ("mean", "dark: mean gradient", COMPLETE), ("stale", "faded: stale copy", owner),
+             ("local", "rank's colour: own gradient", ""),
+             ("mean", "dark: mean gradient", COMPLETE), ("stale", "faded: stale", owner),
              ("pad", "hatched: padding", ""), ("empty", "dashed: not held", "")]
     out, x = [], 22.0
     for kind, text, colour in items:
