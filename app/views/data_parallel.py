@@ -16,6 +16,7 @@ import numpy as np
 from app.sim.data_parallel import DataParallelTrace
 from app.sim.models import PRESETS
 from app.sim.timeline import Span
+from app.views.collective import Label
 from app.views.lanes import KIND_COLOURS, Bar, lane_chart
 from app.views.palette import text_on
 from app.views.plot import human_bytes, human_time_us, line_chart
@@ -38,24 +39,14 @@ class Piece:
 
 
 @dataclass(frozen=True)
-class Text:
-    x: float
-    y: float
-    text: str
-    size: float = 14
-    anchor: str = "start"
-    fill: str = ""
-
-
-@dataclass(frozen=True)
 class FrameView:
     index: int
     header: str
     pieces: tuple[Piece, ...]
-    texts: tuple[Text, ...]
+    texts: tuple[Label, ...]
     cursor: float
     cursor_label: str
-    notes: tuple[Text, ...]
+    notes: tuple[Label, ...]
 
 
 @dataclass(frozen=True)
@@ -63,7 +54,7 @@ class Deck:
     width: int
     height: int
     title: str
-    lane_names: tuple[Text, ...]
+    lane_names: tuple[Label, ...]
     axis_y: float
     ticks: tuple[tuple[float, str], ...]
     strip_title: str
@@ -73,7 +64,7 @@ class Deck:
     legend: tuple[tuple[float, str, str], ...]
     lanes_bottom: float
     strip_legend: tuple[tuple[float, float, str, str], ...]
-    utilisation: tuple[Text, ...]
+    utilisation: tuple[Label, ...]
     strip_outline: bool = False
 
 
@@ -93,7 +84,7 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
     chart = lane_chart(t.spans, lanes, width=right + 20, left=LEFT, row_h=row_h, top=LANE_TOP,
                        label_min=60)
     names = {"compute": "GPU compute", "comm": "NCCL stream", "links": "copies / NCCL"}
-    lane_names = tuple(Text(LEFT - 12, y, names.get(name, name), 16, "end")
+    lane_names = tuple(Label(LEFT - 12, y, names.get(name, name), size=16, anchor="end")
                        for y, name in chart.lanes)
     scale = (chart.right - chart.left) / (t.step_us or 1.0)
     x_of = lambda us: chart.left + us * scale  # noqa: E731
@@ -151,7 +142,7 @@ def _strip_legend(mode: str, y: float) -> tuple[tuple[float, float, str, str], .
     return tuple(out)
 
 
-def _utilisation(trace, chart) -> tuple[Text, ...]:
+def _utilisation(trace, chart) -> tuple[Label, ...]:
     """DataParallel: each drawn GPU's busy share of the whole step, at the end of its lane."""
     p, t = trace.params, trace.timeline
     if p.mode != "dp":
@@ -160,7 +151,7 @@ def _utilisation(trace, chart) -> tuple[Text, ...]:
     for y, name in chart.lanes:
         if name.startswith("GPU"):
             busy = sum(s.duration_us for s in t.spans if s.lane == name)
-            out.append(Text(chart.right + 14, y + 5, f"{busy / t.step_us:.0%} busy", 15))
+            out.append(Label(chart.right + 14, y + 5, f"{busy / t.step_us:.0%} busy", size=15))
     return tuple(out)
 
 
@@ -172,8 +163,8 @@ def _bar_pieces(bars: tuple[Bar, ...], x0: float, x1: float):
         if z > a:
             pieces.append(Piece(round(a, 2), b.y, round(max(z - a, 0.6), 2), b.h, b.fill))
         if b.label and x0 < b.x + b.w <= x1 + 0.01:
-            texts.append(Text(round(b.x + 5, 1), round(b.y + b.h / 2 + 5, 1), b.label, 13,
-                              fill=b.ink))
+            texts.append(Label(round(b.x + 5, 1), round(b.y + b.h / 2 + 5, 1), b.label,
+                               colour=b.ink, anchor="start", size=13))
     return tuple(pieces), tuple(texts)
 
 
@@ -224,8 +215,8 @@ def _bucket_strip(trace, clock: BucketClock, lo, hi, first, y, h):
             if w >= 44:
                 ink = ("class:on-ink" if state == "reduced" else
                        text_on(STRIP_STATES[state]) if state != "waiting" and fraction == 1 else "")
-                texts.append(Text(round(x + w / 2, 1), y + h / 2 + 5, f"{b.index}", 14, "middle",
-                                  ink))
+                texts.append(Label(round(x + w / 2, 1), y + h / 2 + 5, f"{b.index}", colour=ink,
+                                   size=14))
         x += w
     return tuple(pieces), tuple(texts)
 
@@ -253,26 +244,27 @@ def _gathered_strip(trace, lo, hi, y, h, x_of):
     return tuple(pieces), ()
 
 
-def _notes(trace, clock, t_us: float) -> tuple[Text, ...]:
+def _notes(trace, clock, t_us: float) -> tuple[Label, ...]:
     """What is going on at t_us, written under the strip."""
     p, t = trace.params, trace.timeline
     y = HEIGHT - 62
     if p.mode == "fsdp":
         live = sum(n for s, e, n in t.gathered if s <= t_us < e)
-        return (Text(LEFT, y, f"gathered now: {live / 1e6:.1f} M parameters (peak "
-                              f"{t.peak_gathered_elements / 1e6:.1f} M; this rank's shard: "
-                              f"{PRESETS[p.preset].param_count() / p.dp / 1e6:.1f} M)", 17),)
+        text = (f"gathered now: {live / 1e6:.1f} M parameters (peak "
+                f"{t.peak_gathered_elements / 1e6:.1f} M; this rank's shard: "
+                f"{PRESETS[p.preset].param_count() / p.dp / 1e6:.1f} M)")
+        return (Label(LEFT, y, text, anchor="start", size=17),)
     if p.mode == "ddp":
         states = [clock.state(b, t_us)[0] for b in t.buckets]
         queued = states.count("queued") + states.count("reducing")
-        return (Text(LEFT, y, f"buckets all-reduced: {states.count('reduced')} of "
-                              f"{len(t.buckets)}" + (f" · in flight or queued: {queued}"
-                                                     if queued else ""), 17),)
+        text = (f"buckets all-reduced: {states.count('reduced')} of {len(t.buckets)}"
+                + (f" · in flight or queued: {queued}" if queued else ""))
+        return (Label(LEFT, y, text, anchor="start", size=17),)
     busy = [s for s in t.spans if s.start_us < t_us <= s.end_us and s.end_us > s.start_us]
     idle = [g for g in range(min(p.dp, 8)) if not any(s.lane == f"GPU {g}" for s in busy)]
     text = (f"idle at this moment: GPU {', '.join(map(str, idle))}" if idle and busy else
             "every GPU is busy" if busy else "")
-    return (Text(LEFT, y, text, 17),)
+    return (Label(LEFT, y, text, anchor="start", size=17),)
 
 
 # --- panels -----------------------------------------------------------------------------------

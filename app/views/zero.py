@@ -20,7 +20,7 @@ from app.sim import model_states
 from app.sim.mesh import node_of
 from app.sim.zero import STAGE_NAMES, ZeroTrace
 from app.sim.zero_frames import CURRENT, EMPTY, LOCAL, PAD, ROWS, STALE
-from app.views.collective import COMPLETE, rank_swatches  # noqa: F401 - re-exported for pages
+from app.views.collective import COMPLETE, Label, rank_swatches  # noqa: F401 - rank_swatches for pages
 from app.views.geometry import Point, arrow
 from app.views.lanes import lane_chart
 from app.views.palette import SERIES, rank_colour, text_on
@@ -54,16 +54,6 @@ class Cell:
     text: str
     ink: str
     title: str
-
-
-@dataclass(frozen=True)
-class Label:
-    x: float
-    y: float
-    text: str
-    size: float = 15
-    anchor: str = "middle"
-    colour: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,7 +168,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
         text = f"layer {u.index}" + (f" · {u.numel} + {u.padding} pad" if u.padding else
                                      f" · {u.numel}")
         unit_labels.append(Label(round((x0 + x1) / 2, 1), GRID_TOP - 34, text,
-                                 15 if x1 - x0 > 9 * len(text) else 13))
+                                 size=15 if x1 - x0 > 9 * len(text) else 13))
         owners = []
         for k in idx:
             owner = cols[display[k][0]].owner
@@ -188,23 +178,24 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
                 owners.append([owner, xs[k], xs[k] + col_w])
         for j, (owner, a, b) in enumerate(owners):
             if b - a >= 26:
-                shard_labels.append(Label(round((a + b) / 2, 1), GRID_TOP - 12, f"r{owner}", 13,
-                                          colour=_colour(trace, owner)))
+                shard_labels.append(Label(round((a + b) / 2, 1), GRID_TOP - 12, f"r{owner}",
+                                          size=13, colour=_colour(trace, owner)))
             if j > 0:
                 separators.append((round(a - 0.5 if a - owners[j - 1][2] < 2 else
                                          (a + owners[j - 1][2]) / 2, 1), GRID_TOP - 4, bottom + 4))
         if gapped:
             a = owners[-1][1]
-            unit_labels.append(Label(round(a - 11, 1), GRID_TOP + n_ranks * block / 2, "⋯", 18))
+            unit_labels.append(Label(round(a - 11, 1), GRID_TOP + n_ranks * block / 2, "⋯",
+                                     size=18))
     # the ring of ranks
     radius = min(20.0, block * 0.32)
     ring = tuple(Ring(r, RING_X, round(GRID_TOP + i * block + (block - gap) / 2, 1), radius,
                       _colour(trace, r), text_on(_colour(trace, r)))
                  for i, r in enumerate(ranks))
-    ellipsis = ((Label(RING_X, round((ring[-2].y + ring[-1].y) / 2 + 6, 1), "⋮", 22),)
+    ellipsis = ((Label(RING_X, round((ring[-2].y + ring[-1].y) / 2 + 6, 1), "⋮", size=22),)
                 if gapped else ())
     row_labels = tuple(Label(GRID_LEFT - 10, round(row_y(i, row) + row_h / 2, 1),
-                             ROW_NAMES[name], min(15.0, row_h * 0.7), "end")
+                             ROW_NAMES[name], size=min(15.0, row_h * 0.7), anchor="end")
                        for i in range(n_ranks) for row, name in enumerate(ROWS))
     # memory bar scale: the larger of DDP's 16Ψ and the largest frame
     ddp = model_states.per_gpu(p.param_count).total
@@ -376,7 +367,7 @@ def _notes(trace, k, ring, block, gap) -> tuple[Label, ...]:
         else:
             text = ""
         if text:
-            out.append(Label(NOTE_X, round(node.y + 5, 1), text, 14, "start"))
+            out.append(Label(NOTE_X, round(node.y + 5, 1), text, size=14, anchor="start"))
     return tuple(out)
 
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.helpers import drag
+
 pytestmark = pytest.mark.browser
-
-
-def drag(page, selector: str, value: str) -> None:
-    page.eval_on_selector(selector, """(el, v) => { el.value = v;
-        el.dispatchEvent(new Event('input', {bubbles: true})); }""", value)
 
 
 def test_slider_repaints_and_keys_step(page):
