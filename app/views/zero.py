@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -32,7 +33,7 @@ RING_X = 44
 NOTE_X = 906
 PANEL_X = 1000
 MAX_COLUMNS = 96
-MAX_TITLED = 700             # cells with a hover title; bigger decks drop them to stay light
+MAX_TITLED = 320             # cells with a hover title; bigger decks drop them to stay light
 REPLICATED = "#7a8797"       # a stage-0 state that every rank holds whole: no owner
 ROW_NAMES = {"params": "params", "grads": "grads", "optimizer": "Adam m"}
 MEMORY_COLOURS = (SERIES[0], SERIES[4], SERIES[2])        # params, grads, optimizer states
@@ -258,14 +259,17 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
 def _cell(trace, status, values, row, i, rank, a, b, x, y, w, h, show_numbers) -> Cell:
     """One drawn cell: elements a … b−1 of rank ``rank``'s row ``row`` in this frame."""
     p, g = trace.params, trace.grids
-    run = status[row, i, a:b]
-    state = PAD if (run == PAD).all() else int(next(s for s in run if s != PAD))
+    if b - a == 1:
+        state = int(status[row, i, a])
+    else:                                   # a run of elements: padding only if all of it is
+        run = status[row, i, a:b]
+        state = PAD if (run == PAD).all() else int(run[run != PAD][0])
     col = g.columns[a]
     pad = 1.2 if w >= 8 else 0.3
-    geometry = (round(x + pad, 2), round(y + pad, 2), round(w - 2 * pad, 2), round(h - 2 * pad, 2))
-    where = (f"rank {rank} · {ROW_NAMES[ROWS[row]]} · layer {col.unit}, shard of rank {col.owner}"
-             + (f", element {col.offset}" if b - a == 1 else f", elements {col.offset}–"
-                                                               f"{g.columns[b - 1].offset}"))
+    geometry = (round(x + pad, 1), round(y + pad, 1), round(w - 2 * pad, 1), round(h - 2 * pad, 1))
+    where = (f"rank {rank} {ROW_NAMES[ROWS[row]]}, layer {col.unit} "
+             + (f"[{col.offset}]" if b - a == 1 else f"[{col.offset}–{g.columns[b - 1].offset}]")
+             + f" (rank {col.owner}'s shard)")
     if state == EMPTY:
         return Cell(*geometry, "", "freed", 1.0, "", "", f"{where}: not held")
     if state == PAD:
@@ -281,10 +285,16 @@ def _cell(trace, status, values, row, i, rank, a, b, x, y, w, h, show_numbers) -
     else:
         fill = _colour(trace, col.owner)
     value = float(values[row, i, a])
-    kind = {CURRENT: "", LOCAL: " (its own micro-batch's gradient)", STALE: " (stale)"}[state]
+    kind = {CURRENT: "", LOCAL: ", its own gradient", STALE: ", stale"}[state]
     text = _compact(value) if show_numbers else ""
     return Cell(*geometry, fill, "", 0.3 if state == STALE else 1.0, text,
-                text_on(fill) if state != STALE else "", f"{where} = {value:.6g}{kind}")
+                _ink(fill) if state != STALE else "", f"{where} = {value:.6g}{kind}")
+
+
+@lru_cache(maxsize=64)
+def _ink(fill: str) -> str:
+    """The number's class on a cell of this colour: white or black, whichever reads."""
+    return "cn-w" if text_on(fill) == "#ffffff" else "cn-b"
 
 
 def _fields(cell: Cell) -> tuple:
@@ -303,7 +313,7 @@ def _merge(run: list[Cell]) -> list[Cell]:
     if len(run) <= 1:
         return run
     first, last = run[0], run[-1]
-    where = first.title.split(" · element")[0].split(", element")[0].split(":")[0]
+    where = first.title.split(" [")[0].split(":")[0]
     block = Cell(first.x, first.y, round(last.x + last.w - first.x, 2), first.h, first.fill,
                  first.cls, first.opacity, "", first.ink, f"{where} ({len(run)} cells)")
     texts = [Cell(c.x, c.y, c.w, c.h, "", "text", 1.0, c.text, c.ink, "") for c in run if c.text]
