@@ -278,9 +278,11 @@ def panels(trace: DataParallelTrace) -> dict:
         sizes = [mb * 2 ** 20 for mb, _, _ in trace.sweep]
         out["sweep_chart"] = line_chart(
             [("step time", sizes, [step for _, step, _ in trace.sweep]),
-             ("exposed communication", sizes, [exposed for _, _, exposed in trace.sweep])],
+             ("not hidden", sizes, [exposed for _, _, exposed in trace.sweep])],
             x_label="bucket size (bucket_cap_mb)", y_label="time", x_log=True, y_log=False,
             title=f"DDP step time against bucket size · {p.preset} on {p.dp} ranks",
             x_format=human_bytes, y_format=human_time_us, x_tick_base=4,
-            markers=[(p.bucket_mb * 2 ** 20, "this run"), (25 * 2 ** 20, "DDP default")])
+            markers=([(p.bucket_mb * 2 ** 20, "this run = DDP's default")] if p.bucket_mb == 25
+                     else [(p.bucket_mb * 2 ** 20, "this run"), (25 * 2 ** 20, "DDP's default")]),
+            width=1100, height=380)
     return out
