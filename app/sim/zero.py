@@ -209,7 +209,8 @@ def _caption(p: ZeroQuery, model: TinyMLP, t: Training, g: zero_frames.Grids,
     if ph.phase == "reduce_scatter":
         scope = f"layer {ph.unit}'s gradients" if unit else "every layer's gradients"
         kept = ("ZeRO-1 keeps the whole buffer allocated until the step." if p.stage == 1 else
-                "The other shards are freed at once.")
+                "The other shards are freed at once, and so are the layer's gathered "
+                "parameters." if p.stage == 3 else "The other shards are freed at once.")
         return (where + f"Reduce-scatter of {scope}: rank r receives the sum of shard r from "
                 f"every rank; each rank sends {ph.sent} elements, padding included. "
                 f"{kept} Rank 0's first mean gradient: {mean:.4g}.")
