@@ -56,7 +56,7 @@ def compare_training(training, report: dict, extra: list[str] | None = None) -> 
     if problems:
         detail += " " + "; ".join(problems)
     return Verdict(not problems, max(torch_diff, replay_diff), detail,
-                   {"diff_table": table,
+                   {"diff_table": table, "timing": None,
                     "diff_label": "Bytes each rank sent minus the bytes predicted, per step"})
 
 

@@ -93,6 +93,9 @@ def test_verification_job_through_the_api(client):
         time.sleep(0.5)
     assert state["status"] == "passed", state["detail"]
     assert state["world"] == 2 and state["backend"] == "gloo"
+    fragment = client.get(f"/verify/jobs/{job}")            # what the page's button shows
+    assert fragment.status_code == 200 and "Passed" in fragment.text
+    assert "Bytes each rank sent minus the bytes predicted" in fragment.text
 
 
 def test_first_ddp_script_runs(tmp_path):
