@@ -16,6 +16,7 @@ from app.sim.zero import simulate
 from app.templating import deck_style
 from app.verify.zero import CHECK
 from app.views import zero as view
+from app.views.zero_panels import PARAM_COUNTS, panels
 
 class ZeroParams(SceneParams):
     stage: ZeroStage = 2                      # 0 DDP, 1 shard optimizer states, 2 + gradients, 3 + parameters
@@ -53,12 +54,11 @@ class ZeroParams(SceneParams):
 
 
 def page_view(p: ZeroParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace), **view.panels(trace), "torchrun": torchrun_command(p),
-            "swatches": view.rank_swatches(min(p.dp, 8))}
+    return {"deck": view.build_deck(trace), **panels(trace), "torchrun": torchrun_command(p)}
 
 
 def form_view() -> dict:
-    return {"param_counts": view.PARAM_COUNTS}
+    return {"param_counts": PARAM_COUNTS}
 
 
 def export_view(p: ZeroParams, trace, frame: int) -> dict:

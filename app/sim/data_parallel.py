@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from app.sim import ddp_buckets, step_timeline
+from app.sim import ddp_buckets, fsdp_timeline, step_timeline
 from app.sim.collective_cost import BYTES_PER_ELEMENT, Links
 from app.sim.dp_training import Training, train
 from app.sim.mesh import local_rank, node_of
@@ -135,8 +135,8 @@ def simulate(p: DataParallelQuery) -> DataParallelTrace:
         sweep = tuple((mb, *step_timeline.ddp_summary(w, mb))
                       for mb in sorted(set(SWEEP_MB) | {p.bucket_mb}))
     elif p.mode == "fsdp":
-        timeline = step_timeline.fsdp(w, p.prefetch)
-        other = step_timeline.fsdp(w, not p.prefetch)
+        timeline = fsdp_timeline.fsdp(w, p.prefetch)
+        other = fsdp_timeline.fsdp(w, not p.prefetch)
         sweep = ()
     else:
         timeline = step_timeline.data_parallel(w, drawn_gpus=8)

@@ -15,7 +15,6 @@ import numpy as np
 
 from app.sim.data_parallel import DataParallelTrace
 from app.sim.models import PRESETS
-from app.sim.timeline import Span
 from app.views.collective import Label
 from app.views.lanes import KIND_COLOURS, Bar, lane_chart
 from app.views.palette import text_on

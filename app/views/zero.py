@@ -13,48 +13,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from app.sim import model_states
 from app.sim.mesh import node_of
 from app.sim.zero import STAGE_NAMES, ZeroTrace
-from app.sim.zero_frames import CURRENT, EMPTY, LOCAL, PAD, ROWS, STALE
-from app.views.collective import COMPLETE, Label, rank_swatches  # noqa: F401 - rank_swatches for pages
+from app.sim.zero_frames import ROWS
+from app.views.collective import COMPLETE, Label
 from app.views.geometry import Point, arrow
-from app.views.lanes import lane_chart
 from app.views.palette import SERIES, rank_colour, text_on
-from app.views.plot import human_bytes, line_chart
+from app.views.zero_grid import (REPLICATED, ROW_NAMES, Cell, cell, colour, continues,
+                                 display_columns, fields, merge)
+from app.views.zero_panels import human_count, human_gb
 
 WIDTH, HEIGHT = 1280, 720
 GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 178, 896, 122, 652
 RING_X = 44
 NOTE_X = 906
 PANEL_X = 1000
-MAX_COLUMNS = 96
 MAX_TITLED = 320             # cells with a hover title; bigger decks drop them to stay light
-REPLICATED = "#7a8797"       # a stage-0 state that every rank holds whole: no owner
-ROW_NAMES = {"params": "params", "grads": "grads", "optimizer": "Adam m"}
 MEMORY_COLOURS = (SERIES[0], SERIES[4], SERIES[2])        # params, grads, optimizer states
-PARAM_COUNTS = [(125_000_000, "125 M"), (1_500_000_000, "1.5 B"), (7_500_000_000, "7.5 B (ZeRO's example)"),
-                (13_000_000_000, "13 B"), (70_000_000_000, "70 B"), (128_000_000_000, "128 B"),
-                (175_000_000_000, "175 B"), (1_000_000_000_000, "1 T")]
-GB = 1e9
-
-
-@dataclass(frozen=True)
-class Cell:
-    x: float
-    y: float
-    w: float
-    h: float
-    fill: str            # colour, or "" for the classes below
-    cls: str             # "" | "pad" | "empty"
-    opacity: float
-    text: str
-    ink: str
-    title: str
 
 
 @dataclass(frozen=True)
@@ -115,26 +94,10 @@ class Deck:
     panel_title: tuple[str, str]
 
 
-def _display_columns(trace: ZeroTrace):
-    """Groups of grid columns drawn as one cell: single elements when they fit, else runs of
-    consecutive elements of one shard. Returns [(first column, stop)], and whether grouped."""
-    cols = trace.grids.columns
-    group = max(1, math.ceil(len(cols) / MAX_COLUMNS))
-    out, start = [], 0
-    while start < len(cols):
-        stop = start + 1
-        while (stop < len(cols) and stop - start < group and cols[stop].unit == cols[start].unit
-               and cols[stop].owner == cols[start].owner):
-            stop += 1
-        out.append((start, stop))
-        start = stop
-    return out, group > 1
-
-
 def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     p, g = trace.params, trace.grids
     last = len(trace.frames) - 1 if upto is None else upto
-    display, grouped = _display_columns(trace)
+    display, grouped = display_columns(trace)
     cols = g.columns
     ranks = g.ranks
     gapped = p.dp > len(ranks)
@@ -180,7 +143,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
         for j, (owner, a, b) in enumerate(owners):
             if b - a >= 26:
                 shard_labels.append(Label(round((a + b) / 2, 1), GRID_TOP - 12, f"r{owner}",
-                                          size=13, colour=_colour(trace, owner)))
+                                          size=13, colour=colour(trace, owner)))
             if j > 0:
                 separators.append((round(a - 0.5 if a - owners[j - 1][2] < 2 else
                                          (a + owners[j - 1][2]) / 2, 1), GRID_TOP - 4, bottom + 4))
@@ -191,7 +154,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     # the ring of ranks
     radius = min(20.0, block * 0.32)
     ring = tuple(Ring(r, RING_X, round(GRID_TOP + i * block + (block - gap) / 2, 1), radius,
-                      _colour(trace, r), text_on(_colour(trace, r)))
+                      colour(trace, r), text_on(colour(trace, r)))
                  for i, r in enumerate(ranks))
     ellipsis = ((Label(RING_X, round((ring[-2].y + ring[-1].y) / 2 + 6, 1), "⋮", size=22),)
                 if gapped else ())
@@ -225,17 +188,17 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
                 for j in np.flatnonzero(changed[row, i]):
                     a, b = display[j]
                     if run and j - 1 != last_j:      # an unchanged cell in between
-                        cells += _merge(run)
+                        cells += merge(run)
                         run = []
                     last_j = j
-                    cell = _cell(trace, status, values, row, i, r, a, b, xs[j],
+                    drawn = cell(trace, status, values, row, i, r, a, b, xs[j],
                                  row_y(i, row), col_w, row_h, show_numbers)
-                    if run and not _continues(run[-1], cell, cols[display[j - 1][0]].unit,
+                    if run and not continues(run[-1], drawn, cols[display[j - 1][0]].unit,
                                               cols[a].unit):
-                        cells += _merge(run)
+                        cells += merge(run)
                         run = []
-                    run.append(cell)
-                cells += _merge(run)
+                    run.append(drawn)
+                cells += merge(run)
         sent_so_far += phase.sent
         frames.append(FrameView(
             k, "Before the step" if k == 0 else f"Step {k} of {n_frames} · "
@@ -245,7 +208,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
             _sent_text(trace, sent_so_far)))
     if sum(len(f.cells) for f in frames) > MAX_TITLED:       # keep big decks light
         frames = [FrameView(f.index, f.header, tuple(Cell(*c[:-1], "") for c in
-                                                     (_fields(c) for c in f.cells)),
+                                                     (fields(c) for c in f.cells)),
                             f.arrows, f.notes, f.segments, f.memory_total, f.sent_text)
                   for f in frames]
     legend = _legend(p.stage)
@@ -254,87 +217,6 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
                 ring, ellipsis, row_labels, tuple(unit_labels), tuple(shard_labels),
                 tuple(separators), tuple(frames), legend, font, ghost, (PANEL_X + 30, 70),
                 ("GPU memory per rank", f"Ψ = {human_count(p.param_count)}, mixed-precision Adam"))
-
-
-def _cell(trace, status, values, row, i, rank, a, b, x, y, w, h, show_numbers) -> Cell:
-    """One drawn cell: elements a … b−1 of rank ``rank``'s row ``row`` in this frame."""
-    p, g = trace.params, trace.grids
-    if b - a == 1:
-        state = int(status[row, i, a])
-    else:                                   # a run of elements: padding only if all of it is
-        run = status[row, i, a:b]
-        state = PAD if (run == PAD).all() else int(run[run != PAD][0])
-    col = g.columns[a]
-    pad = 1.2 if w >= 8 else 0.3
-    geometry = (round(x + pad, 1), round(y + pad, 1), round(w - 2 * pad, 1), round(h - 2 * pad, 1))
-    where = (f"rank {rank} {ROW_NAMES[ROWS[row]]}, layer {col.unit} "
-             + (f"[{col.offset}]" if b - a == 1 else f"[{col.offset}–{g.columns[b - 1].offset}]")
-             + f" (rank {col.owner}'s shard)")
-    if state == EMPTY:
-        return Cell(*geometry, "", "freed", 1.0, "", "", f"{where}: not held")
-    if state == PAD:
-        return Cell(*geometry, "", "pad", 1.0, "", "", f"{where}: padding (zeros)")
-    if row == 1 and state == LOCAL:
-        fill = _colour(trace, rank)
-    elif row == 1 and state in (CURRENT, STALE) and not (state == STALE and p.stage == 1):
-        fill = COMPLETE
-    elif row == 1:
-        fill = _colour(trace, rank)                        # ZeRO-1's stale local gradient
-    elif p.stage == 0:
-        fill = REPLICATED
-    else:
-        fill = _colour(trace, col.owner)
-    value = float(values[row, i, a])
-    kind = {CURRENT: "", LOCAL: ", its own gradient", STALE: ", stale"}[state]
-    text = _compact(value) if show_numbers else ""
-    return Cell(*geometry, fill, "", 0.3 if state == STALE else 1.0, text,
-                _ink(fill) if state != STALE else "", f"{where} = {value:.6g}{kind}")
-
-
-@lru_cache(maxsize=64)
-def _ink(fill: str) -> str:
-    """The number's class on a cell of this colour: white or black, whichever reads."""
-    return "cn-w" if text_on(fill) == "#ffffff" else "cn-b"
-
-
-def _fields(cell: Cell) -> tuple:
-    return (cell.x, cell.y, cell.w, cell.h, cell.fill, cell.cls, cell.opacity, cell.text,
-            cell.ink, cell.title)
-
-
-def _continues(last: Cell, cell: Cell, last_unit: int, unit: int) -> bool:
-    """Whether ``cell`` extends ``last`` into one rectangle: same look, same layer, adjacent."""
-    return (last_unit == unit and last.fill == cell.fill and last.cls == cell.cls
-            and last.opacity == cell.opacity and abs(last.x + last.w - cell.x) < 3.5)
-
-
-def _merge(run: list[Cell]) -> list[Cell]:
-    """A run of alike cells as one rectangle (its numbers kept as zero-width text cells)."""
-    if len(run) <= 1:
-        return run
-    first, last = run[0], run[-1]
-    where = first.title.split(" [")[0].split(":")[0]
-    block = Cell(first.x, first.y, round(last.x + last.w - first.x, 2), first.h, first.fill,
-                 first.cls, first.opacity, "", first.ink, f"{where} ({len(run)} cells)")
-    texts = [Cell(c.x, c.y, c.w, c.h, "", "text", 1.0, c.text, c.ink, "") for c in run if c.text]
-    return [block] + texts
-
-
-def _colour(trace: ZeroTrace, rank: int) -> str:
-    """A rank's colour: Okabe–Ito by rank up to 8 ranks; beyond, by its place among the drawn
-    ranks, so the eight drawn ones stay distinct (their numbers are written on them)."""
-    ranks = trace.grids.ranks
-    if trace.params.dp <= len(ranks):
-        return rank_colour(rank, trace.params.dp)
-    return rank_colour(ranks.index(rank), len(ranks))
-
-
-def _compact(value: float) -> str:
-    """−0.134 → "-.13": two decimals without the leading zero, so it fits a narrow cell."""
-    text = f"{value:.2f}"
-    if text in ("-0.00", "0.00"):
-        return "0"
-    return text.replace("0.", ".", 1)
 
 
 def _arrows(trace, phase, ring) -> tuple[Arrow, ...]:
@@ -419,53 +301,4 @@ def _legend(stage: int) -> tuple[tuple[str, str, float, str], ...]:
         x += 28 + len(text) * 7.7 + 22
     return tuple(out)
 
-
-def human_gb(n: float) -> str:
-    if n >= 1e12:
-        return f"{n / 1e12:.3g} TB"
-    if n >= 1e9:
-        return f"{n / 1e9:.3g} GB"
-    if n >= 1e6:
-        return f"{n / 1e6:.3g} MB"
-    return f"{n / 1e3:.3g} kB" if n >= 1e3 else f"{n:.0f} B"
-
-
-def human_count(n: float) -> str:
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.0f}"
-
-
-# --- panels under the deck --------------------------------------------------------------------
-
-TABLE1_DP = (1, 4, 16, 64, 1024)
-
-
-def panels(trace: ZeroTrace) -> dict:
-    p = trace.params
-    psi = p.param_count
-    rows = sorted(set(TABLE1_DP) | {p.dp})
-    table = [(n, [model_states.per_gpu(psi, dp=n, zero=z).total for z in range(4)]) for n in rows]
-    memory = trace.memory
-    chart = line_chart(
-        [(name, list(range(len(memory))), [getattr(m, attr) / GB for m in memory])
-         for name, attr in (("params", "params"), ("grads", "grads"), ("Adam", "optimizer"),
-                            ("total", "total"))],
-        x_label="phase of the step (the deck's steps)", y_label="GB on one GPU",
-        title=f"Memory of one GPU through the step · Ψ = {human_count(psi)}")
-    step = trace.step
-    lanes = tuple(lane for lane in ("GPU compute", "network", "PCIe", "NVMe", "CPU")
-                  if step.busy_us[lane] > 0)
-    timeline = lane_chart(step.spans, lanes, title=f"One step of the Ψ = {human_count(psi)} model "
-                          f"on {p.dp} GPUs, offload {p.offload}", width=1200, left=130)
-    shard = math.ceil(psi / p.dp)
-    return {"table1": table, "memory_chart": chart, "timeline": timeline,
-            "comm_bytes": trace.comm_elements * 2, "shard_elements": shard,
-            "tiny_sent": int(trace.training.sent[-1].max()),
-            "tiny_shard": sum(u.shard for u in trace.training.units),
-            "final_preview": [f"{v:.6f}" for v in trace.training.final_params[:12]],
-            "human_gb": human_gb, "human_count": human_count, "human_bytes": human_bytes,
-            "critical": sorted(((lane, us) for lane, us in step.critical_us.items() if us > 0),
-                               key=lambda item: -item[1])}
 

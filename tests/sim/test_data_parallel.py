@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.sim import ddp_buckets, step_timeline, timeline
+from app.sim import ddp_buckets, fsdp_timeline, step_timeline, timeline
 from app.sim.collective_cost import Links, ring_time_us, step_costs, time_us
 from app.sim.collective_schedules import build
 from app.sim.data_parallel import simulate, tiny_buckets
@@ -127,7 +127,7 @@ def test_tiny_buckets_pay_latency():
 
 def test_fsdp_prefetch_hides_communication_and_costs_memory():
     w = workload("llama3-8b", dp=8)
-    on, off = step_timeline.fsdp(w, True), step_timeline.fsdp(w, False)
+    on, off = fsdp_timeline.fsdp(w, True), fsdp_timeline.fsdp(w, False)
     assert on.step_us < off.step_us and on.exposed_comm_us < off.exposed_comm_us
     assert on.peak_gathered_elements > off.peak_gathered_elements
     layer = PRESETS["llama3-8b"].layer_params()
