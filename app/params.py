@@ -22,6 +22,8 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.sim.models import PRESETS
+
 
 class SceneParams(BaseModel):
     """Base of every scene's parameters: frozen, NaN and ∞ refused, unknown keys ignored (a
@@ -107,7 +109,7 @@ MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b
 # Training set-up shared by the memory ledger, optimizers, ZeRO, precision and checkpointing
 # (chapters 1, 3, 5 and 8). Optimizer names are app.sim.model_states.OPTIMIZERS; a scene that
 # animates fewer of them says which in an Invalid("optimizer", …).
-ModelPreset = Literal["gpt2", "gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b"]  # PRESETS
+ModelPreset = Literal[tuple(PRESETS)]  # gpt2, gpt3-175b, llama3-8b, llama3-70b, llama3-405b
 KvHeads = Annotated[int, Field(ge=1, le=512,
                                description="key/value heads (grouped-query attention)")]
 ParamCount = Annotated[int, Field(ge=1, le=10**15, description="parameters Ψ")]
@@ -122,6 +124,19 @@ WeightDecay = Annotated[float, Field(ge=0, le=1, description="weight-decay coeff
 GradAccum = Annotated[int, Field(ge=1, le=1024,
                                  description="gradient-accumulation steps (micro-batches per "
                                              "optimizer step)")]
+# Data parallelism and ZeRO (chapters 4 and 5).
+Offload = Literal["none", "cpu", "nvme"]
+PcieGBs = Annotated[float, Field(ge=0.1, le=1000,
+                                 description="host ↔ GPU bandwidth per GPU (PCIe), GB/s")]
+NvmeGBs = Annotated[float, Field(ge=0.1, le=1000,
+                                 description="NVMe ↔ host bandwidth per GPU, GB/s")]
+CpuMemGBs = Annotated[float, Field(ge=0.1, le=10000,
+                                   description="host memory bandwidth per GPU's process, GB/s")]
+BucketMb = Annotated[float, Field(gt=0, le=4096,
+                                  description="DDP gradient bucket size (bucket_cap_mb), MiB")]
+TrainSteps = Annotated[int, Field(ge=1, le=10, description="training steps of the tiny model")]
+MlpLayers = Annotated[int, Field(ge=1, le=6, description="layers of the tiny MLP trained for real")]
+MlpWidth = Annotated[int, Field(ge=1, le=8, description="width of the tiny MLP trained for real")]
 
 
 # --- parsing with messages ------------------------------------------------------------------

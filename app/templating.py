@@ -7,6 +7,7 @@ htmx request, with jinja2-fragments, so one template serves both (DESIGN princip
 from __future__ import annotations
 
 import hashlib
+import math
 import textwrap
 from functools import lru_cache
 from pathlib import Path
@@ -40,9 +41,19 @@ def environment() -> Environment:
     env.filters["bytes"] = human_bytes
     env.filters["time_us"] = human_time_us
     env.filters["num"] = lambda v, digits=3: f"{v:.{digits}g}"
+    env.filters["log2"] = _log2
     env.globals["asset_version"] = asset_version()
     env.globals["deck_style"] = deck_style
     return env
+
+
+def _log2(value) -> float:
+    """log₂ of a slider's value; 0 for what is not a positive number (a rejected query)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return math.log2(number) if number > 0 and math.isfinite(number) else 0.0
 
 
 PAGE_COLOURS = {"bg": "var(--svg-bg)", "ink": "var(--ink)", "muted": "var(--muted)",

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.sim.collective_schedules import SUPPORTED, Schedule, build, is_power_of_two
+from app.sim.collective_schedules import SUPPORTED, Schedule, build, is_power_of_two, step_count
 from app.sim.mesh import node_of
 
 BYTES_PER_ELEMENT: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -177,3 +177,37 @@ def crossover_bytes(first: Curve, second: Curve) -> int | None:
     if faster.all() or not faster.any():
         return None
     return int(first.sizes[int(np.argmax(faster))])
+
+
+
+def ring_time_us(op: str, world: int, size_bytes: float, links: Links, root: int = 0) -> float:
+    """The α–β time of ``build(op, "ring", world, …, root)`` for a ``size_bytes`` tensor, in
+    closed form, so that groups of a thousand ranks cost nothing to evaluate.
+
+    Every step of a ring schedule has each rank send one chunk of S/world bytes to its
+    neighbour; the step lasts as long as the slowest of those links, which is the slower link
+    kind as soon as the ring spans nodes. So t = steps · (α + S / (world · β_slowest)), with
+    2(n−1) steps for all_reduce and n−1 for reduce_scatter / all_gather (``step_count``). The
+    pipelined chains of broadcast / reduce have 2n−2 steps, in each of which only the hops that
+    carry a piece are busy. The tests check this against :func:`time_us` on the built schedule
+    for every op, size and node layout."""
+    if world < 2 or size_bytes <= 0:
+        return 0.0
+    chunk_bytes = size_bytes / world
+    if op in ("broadcast", "reduce"):
+        first = root if op == "broadcast" else root + 1
+        chain = [(first + i) % world for i in range(world)]
+        hop_gbs = np.array([links.gbs(a, b) for a, b in zip(chain, chain[1:])])
+        total = 0.0
+        for t in range(2 * world - 2):    # hop i carries piece t − i, for 0 ≤ t − i < world
+            slowest = hop_gbs[max(0, t - world + 1):min(t, world - 2) + 1].min()
+            total += links.alpha_us + chunk_bytes / (slowest * 1e3)
+        return float(total)
+    steps = step_count(op, "ring", world, world)
+    if links.gpus_per_node == 1:          # every hop leaves its node
+        gbs = links.inter_node_gbs
+    elif world > links.gpus_per_node:     # hops inside nodes and at least one between them
+        gbs = min(links.inter_node_gbs, links.intra_node_gbs)
+    else:
+        gbs = links.intra_node_gbs
+    return steps * (links.alpha_us + chunk_bytes / (gbs * 1e3))

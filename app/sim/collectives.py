@@ -168,10 +168,12 @@ def reference_outputs(op: str, inputs: tuple[np.ndarray, ...], root: int = 0):
 
 
 def execute(schedule: Schedule, inputs: tuple[np.ndarray, ...]):
-    """Run ``schedule`` on ``inputs``. Returns ``(values, filled, sources)``, each shaped
+    """Run ``schedule`` on ``inputs`` (integers, or floats: moves add in the schedule's order).
+    Returns ``(values, filled, sources)``, each shaped
     ``(steps + 1, world, buffer_len)``; index 0 is the state before the first step."""
     n, length = schedule.world, schedule.layout.buffer_len
-    values = np.zeros((n, length), dtype=np.int64)
+    # the inputs' own type: int64 for this scene, float64 for the ZeRO gradients it also runs
+    values = np.zeros((n, length), dtype=np.result_type(np.int64, *inputs))
     filled = np.zeros((n, length), dtype=bool)
     sources = np.zeros((n, length), dtype=np.uint64)
     for r, (lo, hi) in enumerate(schedule.layout.inputs):

@@ -115,6 +115,17 @@ class ModelShape:
             ParamTensor("output.weight", (v, h), 0, "last"),
         )
 
+    def parameters(self) -> tuple[tuple[str, int], ...]:
+        """(name, elements) of every parameter tensor in ``model.parameters()`` order — the
+        first-stage tensors, each layer's (prefixed ``h.{i}.``), then the last ones; DDP's
+        buckets follow this order. They add up to :meth:`param_count`."""
+        tensors = self.tensors()
+        first = [(t.name, t.numel) for t in tensors if t.place == "first"]
+        layer = [(t.name, t.numel) for t in tensors if t.place == "layer"]
+        last = [(t.name, t.numel) for t in tensors if t.place == "last"]
+        return tuple(first + [(f"h.{i}.{name}", n) for i in range(self.layers)
+                              for name, n in layer] + last)
+
 
 PRESETS: dict[str, ModelShape] = {m.name: m for m in (
     ModelShape("gpt2", "gpt", 12, 768, 12, 12, 3072, 50257, 1024),

@@ -67,6 +67,10 @@ def text_on(colour: str) -> str:
     return "#000000" if luminance > 0.179 else "#ffffff"
 
 
+SUMMED = "#3b4252"
+"""A value that sums every rank's contribution, where a drawing cannot follow the theme (decks
+that can use the "complete" class, which is grey in either theme)."""
+
 SERIES: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 """Line colours for plots with a few series (Okabe–Ito, most distinct first)."""
 DASHES: tuple[str, ...] = ("", "8 4", "2 4", "10 3 2 3", "4 4", "1 3")

@@ -9,6 +9,7 @@
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
 //   data-show-when="field"            … or for those values of another control (default "op")
+//   data-log2-for="name"              this slider moves log₂ of the hidden input "name"
 //   <option data-fill='{"f": v, …}'>  choosing it empties fields f and shows v as placeholders
 //   <form data-drop-empty>             empty fields are left out of the request and the URL
 (function () {
@@ -24,6 +25,19 @@
   function setOutput(input) {
     var out = document.querySelector('output[data-for="' + input.name + '"]');
     if (out) out.textContent = input.value;
+  }
+
+  // 2^x, rounded to three significant digits so that the URL stays readable
+  function pow2(x) {
+    var v = Math.pow(2, x);
+    return String(parseFloat(v.toPrecision(3)));
+  }
+
+  function syncLog2(slider) {
+    var hidden = slider.form && slider.form.elements[slider.dataset.log2For];
+    if (!hidden) return;
+    hidden.value = pow2(parseFloat(slider.value));
+    setOutput(hidden);
   }
 
   function fixDependents(form) {
@@ -134,6 +148,7 @@
     form.__controls = true;
     // capture phase: runs before htmx's own listener reads the form
     form.addEventListener("input", function (event) {
+      if (event.target.dataset && event.target.dataset.log2For) syncLog2(event.target);
       if (event.target.name) setOutput(event.target);
       if (event.target.tagName === "SELECT") applyFill(event.target);
       fixDependents(form);
