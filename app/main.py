@@ -11,13 +11,13 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.course import CHAPTERS
-from app.routes import collective
+from app.routes import collective, pipeline
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
 from app.templating import STATIC, render
 from app.verify.jobs import JobRunner
 
-SCENES = (collective.SCENE,)
+SCENES = (collective.SCENE, pipeline.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not

@@ -6,6 +6,11 @@
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
+//   data-show-when="name=v1 v2 …"     this block only shows while control `name` has one of
+//                                     those values; its inputs are disabled (not sent) otherwise
+//   data-values="1 2 4 …" data-target="name"   a range input that picks from a list: its
+//                                     position indexes the list, the value goes to the hidden
+//                                     input `name` (a slider over 1 … 1024 that stays precise)
 (function () {
   "use strict";
 
@@ -18,6 +23,26 @@
   function setOutput(input) {
     var out = document.querySelector('output[data-for="' + input.name + '"]');
     if (out) out.textContent = input.value;
+  }
+
+  // A list slider moved: copy the chosen value into its hidden input.
+  function pickFromList(slider) {
+    var values = slider.dataset.values.split(" ");
+    var form = slider.form;
+    var target = form && form.elements[slider.dataset.target];
+    if (!target) return;
+    target.value = values[Math.max(0, Math.min(values.length - 1, parseInt(slider.value, 10)))];
+    setOutput(target);
+  }
+
+  function showWhen(form) {
+    form.querySelectorAll("[data-show-when]").forEach(function (block) {
+      var rule = block.dataset.showWhen.split("=");
+      var current = value(form, rule[0]);
+      var show = rule[1].split(" ").indexOf(current) >= 0;
+      block.hidden = !show;
+      block.querySelectorAll("input, select").forEach(function (el) { el.disabled = !show; });
+    });
   }
 
   function fixDependents(form) {
@@ -98,9 +123,12 @@
     // capture phase: runs before htmx's own listener reads the form
     form.addEventListener("input", function (event) {
       if (event.target.name) setOutput(event.target);
+      if (event.target.dataset && event.target.dataset.values) pickFromList(event.target);
       fixDependents(form);
+      showWhen(form);
     }, true);
     fixDependents(form);
+    showWhen(form);
   }
 
   function init(scope) {
