@@ -239,7 +239,7 @@ def _frames(p, schedule, flat, links, line, held, by_start) -> list[PipelineFram
     last_forward = float(line.start[~backward].max(initial=0.0))
     title = SCHEDULE_KINDS[p.schedule].title
     frames = [PipelineFrame(0, 0.0, "before", _intro(p, schedule, title), 0, 0)]
-    context = _Context(p, schedule, flat, links, line, held, cursors)
+    context = _Context(p, schedule, flat, links, line, held, cursors, starts)
     lo = 0
     for k, (t0, t, hi) in enumerate(zip(firsts.tolist(), cursors.tolist(), bounds.tolist()),
                                     start=1):
@@ -274,15 +274,17 @@ def _intro(p, schedule: Schedule, title: str) -> str:
 class _Context:
     """What captions need, computed once per trace for every cursor position at once."""
 
-    def __init__(self, p, schedule, flat, links, line, held, cursors: np.ndarray):
+    def __init__(self, p, schedule, flat, links, line, held, cursors: np.ndarray,
+                 starts: np.ndarray):
         self.p, self.schedule, self.flat, self.links, self.line, self.held = (
             p, schedule, flat, links, line, held)
         first = np.zeros(flat.ids.size, dtype=bool)
         first[flat.offsets[:-1][np.diff(flat.offsets) > 0]] = True
         self.first = first
         self.previous_end = np.where(first, 0.0, np.concatenate(([0.0], line.end[:-1])))
-        keys, index = np.unique(flat.rank * 4 + flat.kind, return_index=True)
-        self.first_of_kind = set(index[keys % 4 == 3].tolist())    # each rank's first W
+        weights = np.flatnonzero(flat.kind == 3)
+        _, first_w = np.unique(flat.rank[weights], return_index=True)
+        self.first_of_kind = set(weights[first_w].tolist())         # each rank's first W
         at = cursors + EPS
         # activations held by each rank at each cursor: (ranks, cursors)
         self.held_at = np.stack([h[np.maximum(np.searchsorted(t, at, side="right") - 1, 0)]
@@ -295,7 +297,7 @@ class _Context:
             busy += (i >= 0) & (line.end[a:b][np.maximum(i, 0)] > at)
         self.busy = busy
         # rank-time computed before each cursor: Σ over passes of clip(t − start, 0, length)
-        s, e = np.sort(line.start), np.sort(line.end)
+        s, e = starts, np.sort(line.end)
         cs, ce = np.concatenate(([0.0], np.cumsum(s))), np.concatenate(([0.0], np.cumsum(e)))
         ns, ne = np.searchsorted(s, cursors, side="right"), np.searchsorted(e, cursors, side="right")
         self.used = (ns * cursors - cs[ns]) - (ne * cursors - ce[ne])

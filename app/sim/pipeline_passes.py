@@ -238,28 +238,34 @@ def _worklist(flat, source, duration, comm, m):
 
 
 def _lockstep(flat, source, duration, comm, m):
-    n = flat.ids.size
-    start, end = np.zeros(n), np.zeros(n + 1)          # end[n]: a sentinel "no input", done at 0
-    done = np.zeros(n + 1, dtype=bool)
-    done[n] = True
-    src = np.where(source >= 0, source, n)
-    cursor, stop = flat.offsets[:-1].copy(), flat.offsets[1:]
-    clock = np.zeros(cursor.size)
-    active = np.flatnonzero(cursor < stop)
-    while active.size:
-        a = cursor[active]
-        s = src[a]
-        can = done[s]                                   # inputs produced in an earlier round
-        if not can.any():
-            raise _deadlock(flat, source, int(a[0]), m)
-        ranks, a, s = active[can], a[can], s[can]
-        t = np.maximum(clock[ranks], end[s] + comm[a])
-        start[a] = t
-        clock[ranks] = end[a] = t + duration[a]
-        done[a] = True
-        cursor[ranks] += 1
-        active = active[cursor[active] < stop[active]]
-    return start, end[:n]
+    """Each round, every rank whose next input is ready runs that action. Rank r's cursor
+    parks on a sentinel (index n + r) after its last action; sentinels wait on NEVER (end −1),
+    actions without an input read ALWAYS (end 0). ``end < 0`` means "not run yet"."""
+    n, ranks = flat.ids.size, flat.offsets.size - 1
+    never, always = n + ranks, n + ranks + 1
+    end = np.full(n + ranks + 2, -1.0)
+    end[always] = 0.0
+    src = np.concatenate((np.where(source >= 0, source, always), np.full(ranks + 2, never)))
+    cost = np.concatenate((comm, np.zeros(ranks + 2)))
+    length = np.concatenate((duration, np.zeros(ranks + 2)))
+    stop = flat.offsets[1:]
+    cursor = np.where(stop > flat.offsets[:-1], flat.offsets[:-1], n + np.arange(ranks))
+    clock = np.zeros(ranks)
+    done = 0
+    while done < n:
+        arrived = end[src[cursor]]
+        ready = np.flatnonzero(arrived >= 0)            # inputs produced in an earlier round
+        if ready.size == 0:
+            stuck = int(cursor[np.flatnonzero(cursor < n)[0]])
+            raise _deadlock(flat, source, stuck, m)
+        a = cursor[ready]
+        t = np.maximum(clock[ready], arrived[ready] + cost[a]) + length[a]
+        end[a] = t
+        clock[ready] = t
+        nxt = a + 1
+        cursor[ready] = np.where(nxt < stop[ready], nxt, n + ready)
+        done += ready.size
+    return end[:n] - duration, end[:n]
 
 
 @dataclass(frozen=True, eq=False)
