@@ -82,7 +82,7 @@ def form_view() -> dict:
 def export_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
     return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
             "style": deck_style(standalone=True) + pipeline_style(True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 140)[:4]}
+            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
 
 
 def pipeline_style(standalone: bool) -> Markup:

@@ -26,7 +26,7 @@ from app.views.palette import mix, rank_colour, text_on
 from app.views.plot import linear_ticks
 
 WIDTH, HEIGHT = 1280, 720
-LEFT, RIGHT = 150.0, 1168.0          # the time axis
+LEFT, RIGHT = 175.0, 1168.0          # the time axis
 TOP, BOTTOM = 100.0, 648.0           # the lanes
 SIDE = 1222.0                        # centre of the right-hand column (idle · peak)
 DRAW_RANKS, DRAW_PASSES = 32, 2048
@@ -112,6 +112,10 @@ class Deck:
     """(kind, fill, text, x)"""
     note: str
     side_header: str
+    ghost: tuple[Rect, ...]
+    """where each rank will be busy, faint, so frame 0 already shows the schedule's shape"""
+    left: float = LEFT
+    right: float = RIGHT
 
 
 def x_of(t: float, makespan: float) -> float:
@@ -133,7 +137,7 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
     flat, line = trace.flat, trace.line
     ranks, makespan = p.stages, line.makespan
     drawn = ranks <= DRAW_RANKS and flat.ids.size <= DRAW_PASSES
-    lane_h = min(120.0, (BOTTOM - TOP) / ranks)
+    lane_h = min(140.0, (BOTTOM - TOP) / ranks)
     band = lane_h * (0.56 if lane_h >= 44 else 0.8)
     mem_h = lane_h * 0.28 if drawn and lane_h >= 44 else 0.0
     lane_y = [TOP + r * lane_h for r in range(ranks)]
@@ -175,8 +179,7 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
                        (f"rank {r}" if lane_h >= 14 else str(r)) if r % every == 0 else "", font,
                        (f"{1 - line.busy[r] / makespan:.0%} · {trace.memory.peak[r]}"
                         if lane_h >= 14 else ""),
-                       ("stage " if len(stages[r]) == 1 else "stages ") + ", ".join(map(str, stages[r]))
-                       if lane_h >= 44 else "")
+                       _stages_label(stages[r]) if lane_h >= 44 else "")
                   for r in range(ranks))
     kind = SCHEDULE_KINDS[p.schedule]
     chunks = f" × {p.chunks} chunks" if p.chunks > 1 else ""
@@ -187,7 +190,30 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
     ticks = tuple((round(x_of(t, makespan), 1), num(t)) for t in linear_ticks(0, makespan, 8)
                   if t <= makespan + EPS)
     return Deck(WIDTH, HEIGHT, title, drawn, lanes, ticks, tuple(frames),
-                _legend(trace, drawn, mem_h > 0), note, "idle · peak" if lane_h >= 14 else "")
+                _legend(trace, drawn, mem_h > 0), note, "idle · peak" if lane_h >= 14 else "",
+                _ghost(trace, lane_y, band, makespan) if drawn else ())
+
+
+def _stages_label(stages: list[int]) -> str:
+    if len(stages) == 1:
+        return f"stage {stages[0]}"
+    shown = stages if len(stages) <= 2 else [stages[0], stages[1], "…", stages[-1]]
+    return "stages " + ", ".join(map(str, shown))
+
+
+def _ghost(trace, lane_y, band, makespan) -> tuple[Rect, ...]:
+    """Each rank's busy stretches (back-to-back passes merged)."""
+    flat, line = trace.flat, trace.line
+    out = []
+    for r, (a, b) in enumerate(zip(flat.offsets[:-1], flat.offsets[1:])):
+        starts, ends = line.start[a:b], line.end[a:b]
+        breaks = np.flatnonzero(starts[1:] - ends[:-1] > EPS) + 1
+        for s, e in zip(np.concatenate(([0], breaks)).tolist(),
+                        np.concatenate((breaks, [b - a])).tolist()):
+            x0, x1 = x_of(starts[s], makespan), x_of(ends[e - 1], makespan)
+            out.append(Rect(round(x0, 2), round(lane_y[r] + 3, 1), round(x1 - x0, 2),
+                            round(band - 3, 1)))
+    return tuple(out)
 
 
 def _blocks(trace, layers, lane_y, band, makespan) -> None:

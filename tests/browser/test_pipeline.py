@@ -29,7 +29,7 @@ def test_sliders_keys_and_hover(page):
     assert caption(page).startswith("Done at t = 33")
 
     # the micro-batch slider picks from its list: 8 → 16 redraws the stage and the address
-    slider = page.locator("#f-microbatches-pos")
+    slider = page.locator("#f-microbatches")
     with page.expect_response(re.compile(r"/pipeline\?.*microbatches=16")):
         slider.evaluate("(el) => { el.value = String(el.dataset.values.split(' ').indexOf('16'));"
                         " el.dispatchEvent(new Event('input', {bubbles: true})); }")
