@@ -64,7 +64,7 @@ def compare(params, trace, report: dict) -> Verdict:
               f"; loss {report['loss']:.12g} vs {report['reference_loss']:.12g} unpipelined, "
               f"gradients of {len(per_stage)} stages differ by at most {grad_diff:.2g} "
               f"(float64; tolerance {TOLERANCE:g}).")
-    return Verdict(passed, worst, detail, {
+    return Verdict(passed, float(f"{worst:.3g}"), detail, {
         "table": {
             "caption": "Order each rank executed, against the simulation",
             "header": ["rank", "actions run", "order", "first difference"],

@@ -63,3 +63,16 @@ def test_invalid_combination_shows_the_message(page):
     page.console_errors.clear()     # the page itself answers 422, which Chromium logs
     assert "at least 2 × stages = 8" in page.locator(".problems").inner_text()
     assert page.locator('[data-field="microbatches"].invalid').count() == 1
+
+
+@pytest.mark.workers
+def test_run_on_real_gloo_shows_the_verdict(page):
+    """The button starts a real 2-rank job; its fragment polls until the verdict and the
+    per-rank order table appear."""
+    pytest.importorskip("torch")
+    page.goto(page.base + "/pipeline?schedule=1f1b&stages=2&microbatches=3")
+    page.get_by_role("button", name="Run on real gloo").click()
+    page.wait_for_selector(".job.passed, .job.failed, .job.error", timeout=120_000)
+    result = page.locator(".verify-result").inner_text()
+    assert "Passed" in result and "every rank ran exactly the simulated order" in result
+    assert page.locator(".verify-result tbody tr").count() == 2
