@@ -13,8 +13,8 @@ from pydantic import Field, model_validator
 from app.params import Chunks, Invalid, Microbatches, Pp, SceneParams
 from app.scene import Scene
 from app.sim.pipeline import MAX_FRAMES, PipelineTrace, bubble_curves, num, simulate
-from app.sim.pipeline_passes import Times
-from app.sim.pipeline_schedules import SCHEDULE_KINDS, format_order, infeasible
+from app.sim.pipeline_passes import Times, with_sends
+from app.sim.pipeline_schedules import SCHEDULE_KINDS, decode, format_order, infeasible
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
 from app.verify.pipeline import CHECK, TORCH_CLASS
 from app.views import pipeline as view
@@ -70,7 +70,8 @@ def page_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
     kind = SCHEDULE_KINDS[p.schedule]
     return {"deck": view.build_deck(trace), "kind": kind, "style": pipeline_style(False),
             "bubble_chart": bubble_chart(p, trace), "memory_chart": memory_chart(trace),
-            "orders": orders_preview(trace), "torch_class": TORCH_CLASS.get(p.schedule),
+            "orders": orders_preview(trace), "sends": sends_preview(trace),
+            "torch_class": TORCH_CLASS.get(p.schedule),
             "torchrun": torchrun_command(p), "max_frames": MAX_FRAMES,
             "interleaved_memory": interleaved_memory(p, trace)}
 
@@ -147,10 +148,19 @@ def interleaved_memory(p: PipelineParams, trace: PipelineTrace) -> str:
 
 def orders_preview(trace: PipelineTrace, ranks: int = 8, width: int = 40) -> list[tuple[int, str]]:
     """The first actions of the first ranks, as torch prints them."""
+    out, m = [], trace.params.microbatches
+    for r, ids in enumerate(trace.schedule.ids[:ranks]):
+        text = format_order([decode(a, m) for a in ids[:width].tolist()])
+        out.append((r, text + (f" … ({len(ids):,} actions)" if len(ids) > width else "")))
+    return out
+
+
+def sends_preview(trace: PipelineTrace, ranks: int = 4, width: int = 40) -> list[tuple[int, str]]:
+    """The first ranks' orders with their sends and receives (torch's ``_add_send_recv``)."""
     out = []
-    for r, order in enumerate(trace.schedule.orders[:ranks]):
-        text = format_order(order[:width])
-        out.append((r, text + (f" … ({len(order)} actions)" if len(order) > width else "")))
+    for r in range(min(ranks, trace.params.stages)):
+        tokens = with_sends(trace.schedule, trace.flat, trace.links, r)
+        out.append((r, " ".join(tokens[:width]) + (" …" if len(tokens) > width else "")))
     return out
 
 

@@ -293,3 +293,26 @@ def memory(flat: Flat, line: Timeline) -> Memory:
         held.append(readonly(np.concatenate(([0], count))))
         peaks.append(int(count.max(initial=0)))
     return Memory(tuple(times), tuple(held), tuple(peaks))
+
+
+def with_sends(schedule: Schedule, flat: Flat, links: Links, rank: int) -> list[str]:
+    """Rank ``rank``'s order with its sends and receives, as torch.distributed.pipelining's
+    ``_add_send_recv`` writes them: ``1RECV_F0`` before ``1F0``, ``1SEND_F0`` after it;
+    gradients travel as ``SEND_B`` / ``RECV_B``. An overlapped F&B pair (DualPipeV) is one
+    step: its receives come before it and its sends after both passes."""
+    m = schedule.microbatches
+    a, b = int(flat.offsets[rank]), int(flat.offsets[rank + 1])
+    remote = links.remote
+    readers = {int(links.source[k]) for k in np.flatnonzero(remote).tolist()}
+    out, k = [], a
+    while k < b:
+        step = 2 if (rank, k - a) in schedule.overlapped else 1
+        passes = [decode(flat.ids[j], m) for j in range(k, k + step)]
+        data = ["F" if p.kind == "F" else "B" for p in passes]
+        out += [f"{p.stage}RECV_{d}{p.microbatch}" for j, p, d in zip(range(k, k + step), passes, data)
+                if remote[j]]
+        out += [str(p) for p in passes]
+        out += [f"{p.stage}SEND_{d}{p.microbatch}" for j, p, d in zip(range(k, k + step), passes, data)
+                if j in readers]
+        k += step
+    return out

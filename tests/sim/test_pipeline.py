@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 
 import numpy as np
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from app.sim.pipeline import bubble_curves, formula, simulate
 from app.sim.pipeline_passes import (Flat, InvalidSchedule, Times, communication, memory,
-                                     timeline, validate)
+                                     timeline, validate, with_sends)
 from app.sim.pipeline_schedules import (SCHEDULE_KINDS, Action, Schedule, build, format_order,
                                         infeasible, interleaved_warmup, parse_action,
                                         parse_order)
@@ -322,6 +323,29 @@ def test_communication_only_crosses_ranks_when_stages_do():
     # the V turns on the last rank without a send: stage p − 1 → p lives on rank p − 1
     turn = [k for k in range(flat.ids.size) if flat.stage[k] == 3 and flat.kind[k] == 0]
     assert not links.remote[turn].any()
+
+
+@pytest.mark.parametrize("name, torch_name, v", MULTI[:1] + MULTI[3:])
+@pytest.mark.parametrize("p, m", [(2, 3), (3, 6), (4, 8)])
+def test_sends_and_receives_equal_torchs(name, torch_name, v, p, m):
+    """The communication pass against torch's _add_send_recv: the same SEND right after each
+    pass, and the same RECVs (torch posts them earlier, to overlap them)."""
+    visualizer = pytest.importorskip("torch.distributed.pipelining._schedule_visualizer")
+    if infeasible(name, p, m, v):
+        return
+    theirs = visualizer.get_schedule_ops(torch_name, p, m, v, with_comms=True)
+    schedule = build(name, p, m, v)
+    flat = Flat.of(schedule)
+    links = communication(schedule, flat)
+    for r in range(p):
+        tokens = [str(a) for a in theirs[r]]
+        for sub in (a for a in theirs[r] if a.sub_actions):    # DualPipeV's F&B pairs
+            i = tokens.index(str(sub))
+            tokens[i:i + 1] = [str(x) for x in sub.sub_actions]
+        ours = with_sends(schedule, flat, links, r)
+        keep = re.compile(r"\d+([FBIW]|SEND_[FB])\d+$")
+        assert [t for t in ours if keep.match(t)] == [t for t in tokens if keep.match(t)]
+        assert sorted(t for t in ours if "RECV" in t) == sorted(t for t in tokens if "RECV" in t)
 
 
 # --- the trace, its JSON, bounded work -------------------------------------------------------------
