@@ -238,34 +238,40 @@ def _worklist(flat, source, duration, comm, m):
 
 
 def _lockstep(flat, source, duration, comm, m):
-    """Each round, every rank whose next input is ready runs that action. Rank r's cursor
-    parks on a sentinel (index n + r) after its last action; sentinels wait on NEVER (end −1),
-    actions without an input read ALWAYS (end 0). ``end < 0`` means "not run yet"."""
+    """Each round, every rank whose next input is ready runs that action. Positions are
+    spread out so that rank r's actions are followed by a sentinel of its own (position
+    offsets[r + 1] + r) waiting on NEVER (end −1); actions without an input read ALWAYS (end
+    0); ``end < 0`` means "not run yet"."""
     n, ranks = flat.ids.size, flat.offsets.size - 1
-    never, always = n + ranks, n + ranks + 1
-    end = np.full(n + ranks + 2, -1.0)
+    shift = flat.rank                                    # dense k → position k + rank
+    size = n + ranks
+    never, always = size, size + 1
+    src = np.full(size + 2, never)
+    src[np.arange(n) + shift] = np.where(source >= 0, source + shift[np.maximum(source, 0)], always)
+    cost, length = np.zeros(size + 2), np.zeros(size + 2)
+    cost[np.arange(n) + shift] = comm
+    length[np.arange(n) + shift] = duration
+    end = np.full(size + 2, -1.0)
     end[always] = 0.0
-    src = np.concatenate((np.where(source >= 0, source, always), np.full(ranks + 2, never)))
-    cost = np.concatenate((comm, np.zeros(ranks + 2)))
-    length = np.concatenate((duration, np.zeros(ranks + 2)))
-    stop = flat.offsets[1:]
-    cursor = np.where(stop > flat.offsets[:-1], flat.offsets[:-1], n + np.arange(ranks))
+    cursor = flat.offsets[:-1] + np.arange(ranks)
     clock = np.zeros(ranks)
     done = 0
     while done < n:
         arrived = end[src[cursor]]
         ready = np.flatnonzero(arrived >= 0)            # inputs produced in an earlier round
         if ready.size == 0:
-            stuck = int(cursor[np.flatnonzero(cursor < n)[0]])
+            waiting = cursor[src[cursor] != never]
+            stuck = int(waiting[0] - np.searchsorted(flat.offsets[1:] + np.arange(ranks),
+                                                     waiting[0], side="right"))
             raise _deadlock(flat, source, stuck, m)
         a = cursor[ready]
         t = np.maximum(clock[ready], arrived[ready] + cost[a]) + length[a]
         end[a] = t
         clock[ready] = t
-        nxt = a + 1
-        cursor[ready] = np.where(nxt < stop[ready], nxt, n + ready)
+        cursor[ready] += 1
         done += ready.size
-    return end[:n] - duration, end[:n]
+    finished = end[np.arange(n) + shift]
+    return finished - duration, finished
 
 
 @dataclass(frozen=True, eq=False)
