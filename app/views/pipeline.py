@@ -362,14 +362,16 @@ def _current(trace, starting, lane_y, band, makespan):
 def _legend(trace, drawn: bool, memory: bool) -> tuple[tuple[str, str, str, float], ...]:
     kinds = sorted({KINDS[k] for k in np.unique(trace.flat.kind).tolist()}, key=KINDS.index)
     if drawn:
-        items = [(k, pass_fill(k, 4, 8), f"{k} {KIND_NAMES[k]}") for k in kinds]
-        items.append(("mb", "", "colour: micro-batch"))
+        short = {"F": "F forward", "B": "B backward", "I": "I backward (inputs)",
+                 "W": "W backward (weights)"}
+        items = [(k, pass_fill(k, 4, 8), short[k]) for k in kinds]
+        items.append(("mb", "", "colour = micro-batch"))
     else:
         items = [("F", SUMMARY_COLOURS["F"], "forward"),
                  ("B", SUMMARY_COLOURS["back"], "backward" + (" (B or I)" if "I" in kinds else ""))]
         if "W" in kinds:
             items.append(("W", SUMMARY_COLOURS["W"], "weight gradients"))
-    items.append(("idle", "", "idle (bubble)" if drawn else "empty: idle (bubble)"))
+    items.append(("idle", "", "idle" if drawn else "empty: idle (bubble)"))
     if memory:
         items.append(("mem", "", "activations held"))
     if drawn and trace.params.t_comm:
@@ -377,5 +379,5 @@ def _legend(trace, drawn: bool, memory: bool) -> tuple[tuple[str, str, str, floa
     out, x = [], 22.0
     for kind, fill, text in items:
         out.append((kind, fill, text, x))
-        x += 28 + len(text) * 7.8 + 26
+        x += 28 + len(text) * 7.8 + 20
     return tuple(out)
