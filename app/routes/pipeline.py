@@ -12,9 +12,11 @@ from pydantic import Field, model_validator
 
 from app.params import Chunks, Invalid, Microbatches, Pp, SceneParams
 from app.scene import Scene
-from app.sim.pipeline import MAX_FRAMES, PipelineTrace, bubble_curves, num, simulate
+from app.sim.pipeline import PipelineTrace, bubble_curves, simulate
+from app.sim.pipeline_captions import MAX_FRAMES, num
 from app.sim.pipeline_passes import Times, with_sends
-from app.sim.pipeline_schedules import SCHEDULE_KINDS, decode, format_order, infeasible
+from app.sim.pipeline_orders import SCHEDULE_KINDS, infeasible
+from app.sim.pipeline_schedules import decode, format_order
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
 from app.verify.pipeline import CHECK, TORCH_CLASS
 from app.views import pipeline as view

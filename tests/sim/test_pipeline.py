@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 from app.sim.pipeline import bubble_curves, formula, simulate
 from app.sim.pipeline_passes import (Flat, InvalidSchedule, Times, communication, memory,
                                      timeline, validate, with_sends)
-from app.sim.pipeline_schedules import (SCHEDULE_KINDS, Action, Schedule, build, format_order,
-                                        infeasible, interleaved_warmup, parse_action,
-                                        parse_order)
+from app.sim.pipeline_orders import SCHEDULE_KINDS, build, infeasible, interleaved_warmup
+from app.sim.pipeline_schedules import Action, Schedule, format_order, parse_action, parse_order
 from app.routes.pipeline import PipelineParams
 
 EQUAL = Times(1.0, 1.0, 1.0)
