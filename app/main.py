@@ -11,15 +11,15 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.course import CHAPTERS
-from app.routes import (checkpointing, collective, data_parallel, memory, optimizer, precision,
-                        tensor_parallel, zero)
+from app.routes import (checkpointing, collective, data_parallel, memory, optimizer, pipeline,
+                        precision, tensor_parallel, zero)
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
 from app.templating import STATIC, render
 from app.verify.jobs import JobRunner
 
 SCENES = (memory.SCENE, collective.SCENE, optimizer.SCENE, data_parallel.SCENE, zero.SCENE,
-          tensor_parallel.SCENE, precision.SCENE, checkpointing.SCENE)
+          tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE, checkpointing.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not

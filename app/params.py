@@ -105,6 +105,9 @@ Ffn = Annotated[int, Field(ge=1, le=524288, description="MLP inner size")]
 Vocab = Annotated[int, Field(ge=1, le=1048576, description="vocabulary size V")]
 Seq = Annotated[int, Field(ge=1, le=1048576, description="sequence length s")]
 MicroBatch = Annotated[int, Field(ge=1, le=4096, description="micro-batch size b")]
+Microbatches = Annotated[int, Field(ge=1, le=1024,
+                                    description="micro-batches per training step (m)")]
+Chunks = Annotated[int, Field(ge=1, le=8, description="model chunks per pipeline rank (v)")]
 
 # Training set-up shared by the memory ledger, optimizers, ZeRO, precision and checkpointing
 # (chapters 1, 3, 5 and 8). Optimizer names are app.sim.model_states.OPTIMIZERS; a scene that

@@ -50,17 +50,20 @@ class Scene:
         return len(trace.frames)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=16)
 def trace_of(scene: Scene, params: SceneParams) -> Any:
     return scene.simulate(params)
 
 
 class _Recent:
-    """A small thread-safe LRU map that can be peeked without computing anything."""
+    """A thread-safe LRU map of byte strings, bounded by count and by total bytes, that can be
+    peeked without computing anything."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, max_bytes: int):
         self.size = size
+        self.max_bytes = max_bytes
         self.items: OrderedDict = OrderedDict()
+        self.total = 0
         self.lock = threading.Lock()
 
     def get(self, key):
@@ -70,22 +73,32 @@ class _Recent:
                 self.items.move_to_end(key)
             return value
 
-    def put(self, key, value) -> None:
+    def put(self, key, value: bytes) -> None:
         with self.lock:
+            if key in self.items:
+                self.total -= len(self.items[key])
             self.items[key] = value
             self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+            self.total += len(value)
+            while self.items and (len(self.items) > self.size or self.total > self.max_bytes):
+                _, dropped = self.items.popitem(last=False)
+                self.total -= len(dropped)
 
 
-_JSON = _Recent(64)
+_JSON = _Recent(64, max_bytes=256 * 2**20)
+"""Recent answers: a large trace's JSON is several MB, so the cache also stops at 256 MiB."""
 
 
 def json_of(scene: Scene, params: SceneParams) -> bytes:
-    """The trace as JSON bytes, computed once per params."""
+    """The trace as JSON bytes, computed once per params: the trace's own ``to_json()`` when it
+    has one (a trace too large to build as dicts quickly, such as a pipeline of 10⁵ passes),
+    else ``to_dict()`` through orjson."""
     body = _JSON.get((scene, params))
     if body is None:
-        body = orjson.dumps(trace_of(scene, params).to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
+        trace = trace_of(scene, params)
+        to_json = getattr(trace, "to_json", None)
+        body = (to_json() if to_json is not None
+                else orjson.dumps(trace.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY))
         _JSON.put((scene, params), body)
     return body
 

@@ -32,6 +32,9 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
             raise ParamsError([Problem("world", f"world ({world}) must be at most "
                                                 f"{runner.max_world} for a real run on this "
                                                 f"server")])
+        why = scene.verify.unsupported(params) if scene.verify.unsupported else None
+        if why is not None:
+            raise ParamsError([Problem(*why)])
         return runner.submit(slug, scene.verify, params, trace_of(scene, params))
 
     @router.post("/api/verify/{slug}")

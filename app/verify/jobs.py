@@ -50,6 +50,8 @@ class Check:
     args: Callable[[Any], list[str]]
     compare: Callable[[Any, Any, dict], Verdict]
     """(params, trace, the worker's report) → verdict"""
+    unsupported: Callable[[Any], tuple[str, str] | None] | None = None
+    """params → (parameter, why these params cannot run for real), or None when they can"""
 
 
 @dataclass
@@ -156,6 +158,9 @@ class JobRunner:
         too_big = (f"Real runs on this server are limited to {self.max_world} ranks; this "
                    f"one needs {world}. Lower the rank count, or run the command below on a "
                    f"cluster." if world > self.max_world else "")
+        why = check.unsupported(params) if check.unsupported is not None else None
+        if why is not None and not too_big:
+            too_big = why[1][:1].upper() + why[1][1:] + "."
         return {"available": available, "reason": reason, "too_big": too_big,
                 "backend": self.backend}
 

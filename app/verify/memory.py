@@ -150,7 +150,9 @@ def compare(params, trace, report: dict) -> Verdict:
     if problems:
         detail += " " + "; ".join(problems)
     columns = ["", "ledger (formula)", "this GPU, tensor by tensor", "measured", "difference"]
-    return Verdict(passed, worst, detail, {"columns": columns, "rows": rows, "notes": notes,
+    table = {"caption": "Measured beside predicted, per category", "header": columns,
+             "rows": rows}
+    return Verdict(passed, worst, detail, {"table": table, "notes": notes,
                                            "scaled": worker_args(scaled)})
 
 

@@ -34,7 +34,8 @@ def _rgb(colour: str) -> tuple[int, int, int]:
     return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
 
 
-def _mix(a: str, b: str, t: float) -> str:
+def mix(a: str, b: str, t: float) -> str:
+    """The colour a fraction ``t`` of the way from ``a`` to ``b``."""
     (r1, g1, b1), (r2, g2, b2) = _rgb(a), _rgb(b)
     return "#{:02x}{:02x}{:02x}".format(round(r1 + (r2 - r1) * t), round(g1 + (g2 - g1) * t),
                                         round(b1 + (b2 - b1) * t))
@@ -44,7 +45,7 @@ def ramp(stops: tuple[str, ...], t: float) -> str:
     """The colour at ``t`` ∈ [0, 1] along evenly spaced ``stops``."""
     t = min(max(t, 0.0), 1.0) * (len(stops) - 1)
     i = min(int(t), len(stops) - 2)
-    return _mix(stops[i], stops[i + 1], t - i)
+    return mix(stops[i], stops[i + 1], t - i)
 
 
 def rank_colour(rank: int, world: int) -> str:

@@ -119,7 +119,7 @@ def line_chart(data: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
         points = tuple((round(sx(x), 1), round(sy(y), 1)) for x, y in zip(series_x, series_y))
         series.append(Series(name, points, SERIES[k % len(SERIES)], DASHES[k % len(DASHES)],
                              (points[-1][0] + 6, points[-1][1])))
-    _spread_labels(series)
+    _spread_labels(series, lowest=bottom + 8)
     return Chart(width, height, left, right, top, bottom, x_label, y_label,
                  tuple(Tick(round(sx(v), 1), x_format(v)) for v in x_ticks),
                  tuple(Tick(round(sy(v), 1), y_format(v)) for v in y_ticks),
@@ -140,13 +140,18 @@ def linear_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return [first + k * step for k in range(int((hi - first) / step + 1e-9) + 1)]
 
 
-def _spread_labels(series: list[Series], gap: float = 18.0) -> None:
-    """Move end-of-line labels apart vertically so they never overlap."""
+def _spread_labels(series: list[Series], gap: float = 18.0,
+                   lowest: float = math.inf) -> None:
+    """Move end-of-line labels apart vertically so they never overlap, and no lower than
+    ``lowest`` (the stack moves up when it would run past it)."""
     order = sorted(range(len(series)), key=lambda k: series[k].label_at[1])
-    last = -math.inf
+    ys, last = [], -math.inf
     for k in order:
-        x, y = series[k].label_at
-        y = max(y, last + gap)
+        last = max(series[k].label_at[1], last + gap)
+        ys.append(last)
+    for i in range(len(ys) - 1, -1, -1):   # from the bottom up, pull back inside the chart
+        limit = lowest if i == len(ys) - 1 else ys[i + 1] - gap
+        ys[i] = min(ys[i], limit)
+    for k, y in zip(order, ys):
         series[k] = Series(series[k].name, series[k].points, series[k].colour, series[k].dash,
-                           (x, y))
-        last = y
+                           (series[k].label_at[0], y))

@@ -8,8 +8,12 @@
 //   data-max-world                    this slider's maximum is the rank count − 1 (a root rank)
 //   data-ops="op op …"                this radio only makes sense for those ops
 //   data-show-for="op op …"           this block only shows for those ops
-//   data-show-when="field"            … or for those values of another control (default "op")
+//   data-show-when="field"            … or for those values of another control (default "op");
+//                                     a hidden block's inputs are disabled (not sent)
 //   data-log2-for="name"              this slider moves log₂ of the hidden input "name"
+//   data-values="1 2 4 …" data-target="name"   a range input that picks from a list: its
+//                                     position indexes the list, the value goes to the hidden
+//                                     input `name` (a slider over 1 … 1024 that stays precise)
 //   <option data-fill='{"f": v, …}'>  choosing it empties fields f and shows v as placeholders
 //   <form data-drop-empty>             empty fields are left out of the request and the URL
 (function () {
@@ -40,6 +44,16 @@
     setOutput(hidden);
   }
 
+  // A list slider moved: copy the chosen value into its hidden input.
+  function pickFromList(slider) {
+    var values = slider.dataset.values.split(" ");
+    var form = slider.form;
+    var target = form && form.elements[slider.dataset.target];
+    if (!target) return;
+    target.value = values[Math.max(0, Math.min(values.length - 1, parseInt(slider.value, 10)))];
+    setOutput(target);
+  }
+
   function fixDependents(form) {
     var op = value(form, "op");
     var world = parseInt(value(form, "world"), 10);
@@ -59,7 +73,9 @@
     if ((!checked || checked.disabled) && fallback) fallback.checked = true;
     form.querySelectorAll("[data-show-for]").forEach(function (block) {
       var current = block.dataset.showWhen ? value(form, block.dataset.showWhen) : op;
-      block.hidden = block.dataset.showFor.split(" ").indexOf(current) < 0;
+      var show = block.dataset.showFor.split(" ").indexOf(current) >= 0;
+      block.hidden = !show;
+      block.querySelectorAll("input, select").forEach(function (el) { el.disabled = !show; });
     });
   }
 
@@ -151,6 +167,7 @@
       if (event.target.dataset && event.target.dataset.log2For) syncLog2(event.target);
       if (event.target.name) setOutput(event.target);
       if (event.target.tagName === "SELECT") applyFill(event.target);
+      if (event.target.dataset && event.target.dataset.values) pickFromList(event.target);
       fixDependents(form);
     }, true);
     if (form.hasAttribute("data-drop-empty")) {

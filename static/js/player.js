@@ -21,7 +21,7 @@
     this.holder = root.querySelector("svg.deck g.frames");
     this.captions = Array.prototype.slice.call(root.querySelectorAll("[data-captions] > li"));
     this.scrub = root.querySelector("[data-scrub]");
-    this.position = root.querySelector("[data-k]");
+    this.position = root.querySelector("[data-player-bar] [data-k]");  // not a deck's own data-k
     this.speedSelect = root.querySelector("[data-speed]");
     this.playButton = root.querySelector('[data-act="play"]');
     this.k = parseInt(root.dataset.current || "0", 10);

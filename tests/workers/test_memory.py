@@ -45,7 +45,7 @@ def test_measured_matches_predicted(runner, name):
     assert job.status == "passed", (job.status, job.detail)
     scaled = scaled_config(params.config())
     assert job.world == scaled.dp * scaled.tp
-    rows = {row[0]: row for row in job.report["rows"]}
+    rows = {row[0]: row for row in job.report["table"]["rows"]}
     for state in ("parameters", "gradients", "optimizer states"):
         assert rows[state][-1] == "exact", rows[state]
     error = float(rows["activations"][-1].rstrip("%"))

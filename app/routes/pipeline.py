@@ -1,0 +1,191 @@
+"""Chapter 7, pipeline parallelism: ``/pipeline`` and its embed, JSON, SVG and real run."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from markupsafe import Markup
+from pydantic import Field, model_validator
+
+from app.params import Chunks, Invalid, Microbatches, Pp, SceneParams
+from app.scene import Scene
+from app.sim.pipeline import PipelineTrace, bubble_curves, simulate
+from app.sim.pipeline_captions import MAX_FRAMES, num
+from app.sim.pipeline_passes import Times, with_sends
+from app.sim.pipeline_orders import SCHEDULE_KINDS, infeasible
+from app.sim.pipeline_schedules import decode, format_order
+from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
+from app.verify.pipeline import CHECK, TORCH_CLASS
+from app.views import pipeline as view
+from app.views.plot import line_chart
+
+MAX_PASSES = 65536
+"""Bound on stages × chunks × micro-batches (each a forward and one or two backward passes):
+64 ranks × 1024 micro-batches of 1F1B, about 0.2 s to simulate and serialise."""
+
+ScheduleName = Literal["gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zbv", "dualpipev"]
+PassTime = Annotated[float, Field(gt=0, le=1000, description="time of a pass, > 0")]
+OptionalTime = Annotated[float, Field(ge=0, le=1000, description="a time, ≥ 0")]
+
+
+class PipelineParams(SceneParams):
+    schedule: ScheduleName = "1f1b"   # the order of forward and backward passes
+    stages: Pp = 4                    # p: pipeline ranks (interleaved and V schedules: v stages each)
+    microbatches: Microbatches = 8    # m: micro-batches per training step
+    chunks: Chunks = 1                # v: model chunks per rank (interleaved 2–8; zbv, dualpipev 2; else 1)
+    t_f: PassTime = 1.0               # forward of one micro-batch through one rank's layers
+    t_b: PassTime = 1.0               # backward for the inputs (a full backward B is t_b + t_w)
+    t_w: OptionalTime = 1.0           # backward for the weights
+    t_comm: OptionalTime = 0.0        # one send between ranks (0: free, as in the papers)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schedule_chunks(cls, data: Any) -> Any:
+        """A missing chunks means the schedule's own: 2 for interleaved, zbv and dualpipev."""
+        if isinstance(data, Mapping) and data.get("chunks") in (None, ""):
+            kind = SCHEDULE_KINDS.get(data.get("schedule", "1f1b"))
+            data = {**data, "chunks": (kind.chunks or 2) if kind else 1}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PipelineParams:
+        problem = infeasible(self.schedule, self.stages, self.microbatches, self.chunks)
+        if problem is not None:
+            raise Invalid(*problem)
+        passes = self.stages * self.chunks * self.microbatches
+        if passes > MAX_PASSES:
+            most = MAX_PASSES // (self.stages * self.chunks)
+            raise Invalid("microbatches", f"stages × chunks × microbatches ({self.stages} × "
+                                          f"{self.chunks} × {self.microbatches} = {passes:,}) "
+                                          f"must be at most {MAX_PASSES:,} — use microbatches ≤ "
+                                          f"{most}")
+        return self
+
+
+CHUNKS_FOR = {k: kind.chunks for k, kind in SCHEDULE_KINDS.items() if kind.chunks}
+
+
+def page_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
+    kind = SCHEDULE_KINDS[p.schedule]
+    return {"deck": view.build_deck(trace), "kind": kind, "style": pipeline_style(False),
+            "bubble_chart": bubble_chart(p, trace), "memory_chart": memory_chart(trace),
+            "orders": orders_preview(trace), "sends": sends_preview(trace),
+            "torch_class": TORCH_CLASS.get(p.schedule),
+            "torchrun": torchrun_command(p), "max_frames": MAX_FRAMES,
+            "interleaved_memory": interleaved_memory(p, trace)}
+
+
+def form_view() -> dict:
+    return {"kinds": SCHEDULE_KINDS, "chunks_for": CHUNKS_FOR}
+
+
+def export_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
+    return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
+            "style": deck_style(standalone=True) + pipeline_style(True),
+            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+
+
+def pipeline_style(standalone: bool) -> Markup:
+    """The deck's CSS: theme variables on pages, plain light colours in exported files."""
+    return Markup(render("_partials/pipeline_style.css",
+                         c=LIGHT_COLOURS if standalone else PAGE_COLOURS))
+
+
+def bubble_chart(p: PipelineParams, trace: PipelineTrace):
+    chunks = p.chunks if p.schedule == "interleaved_1f1b" else 2
+    curves = bubble_curves(p.stages, chunks, Times(p.t_f, p.t_b, p.t_w, p.t_comm))
+    data = []
+    for c in curves:
+        if c.microbatches:
+            name = SCHEDULE_KINDS[c.schedule].title
+            if c.schedule == "interleaved_1f1b":
+                name = f"interleaved v={c.chunks}"
+            data.append((name, c.microbatches, [100 * b for b in c.bubble]))
+    return line_chart(data, x_label="micro-batches m", y_label="bubble (% of rank-time)",
+                      title=f"Bubble against m on {p.stages} rank{'s' if p.stages > 1 else ''}",
+                      x_log=True, x_tick_base=2, x_format=lambda v: f"{v:g}",
+                      y_format=lambda v: f"{v:g}%",
+                      markers=[(p.microbatches, f"m = {p.microbatches}: "
+                                                f"{100 * trace.bubble_fraction:.1f}%")])
+
+
+MEMORY_STEPS = 400
+"""A rank's held-activation curve with more steps than this is drawn as the most held per
+slice of time (so peaks survive)."""
+
+
+def memory_chart(trace: PipelineTrace):
+    ranks = trace.params.stages
+    data = []
+    for r in sorted({0, ranks // 2, ranks - 1}):
+        times, held = trace.memory.times[r], trace.memory.held[r]
+        if times.size > MEMORY_STEPS:
+            edges = np.linspace(0, trace.makespan, MEMORY_STEPS // 2 + 1)
+            first = np.maximum(np.searchsorted(times, edges[:-1], side="right") - 1, 0)
+            times, held = edges[:-1], np.maximum.reduceat(held, first)
+        xs, ys = [0.0], [0.0]
+        for t, h in zip(times[1:].tolist(), held[1:].tolist()):
+            xs += [t, t]
+            ys += [ys[-1], h]
+        xs.append(trace.makespan)
+        ys.append(ys[-1])
+        data.append((f"rank {r}", xs, ys))
+    return line_chart(data, x_label="time", y_label="micro-batch-chunks held",
+                      title="Activations held over time", x_format=num)
+
+
+def interleaved_memory(p: PipelineParams, trace: PipelineTrace) -> str:
+    """Korthikanti et al.'s factor for the first stage under interleaving, next to the peak."""
+    if p.schedule != "interleaved_1f1b":
+        return ""
+    factor = 1 + (p.stages - 1) / (p.stages * p.chunks)
+    return (f"Rank 0 peaks at {trace.memory.peak[0]} chunks = "
+            f"{num(trace.memory.peak[0] / p.chunks)} micro-batches of its layers; 1F1B's rank 0 "
+            f"holds p = {p.stages}. Korthikanti et al. (2022) give the ratio as "
+            f"1 + (p − 1)/(p·v) = {num(factor)} (when m is large enough for the full warm-up).")
+
+
+def orders_preview(trace: PipelineTrace, ranks: int = 8, width: int = 40) -> list[tuple[int, str]]:
+    """The first actions of the first ranks, as torch prints them."""
+    out, m = [], trace.params.microbatches
+    for r, ids in enumerate(trace.schedule.ids[:ranks]):
+        text = format_order([decode(a, m) for a in ids[:width].tolist()])
+        out.append((r, text + (f" … ({len(ids):,} actions)" if len(ids) > width else "")))
+    return out
+
+
+def sends_preview(trace: PipelineTrace, ranks: int = 4, width: int = 40) -> list[tuple[int, str]]:
+    """The first ranks' orders with their sends and receives (torch's ``_add_send_recv``)."""
+    out = []
+    for r in range(min(ranks, trace.params.stages)):
+        tokens = with_sends(trace.schedule, trace.flat, trace.links, r)
+        out.append((r, " ".join(tokens[:width]) + (" …" if len(tokens) > width else "")))
+    return out
+
+
+def torchrun_command(p: PipelineParams) -> str:
+    return (f"torchrun --standalone --nproc-per-node {p.stages} workers/pipeline.py "
+            f"--schedule {p.schedule} --microbatches {p.microbatches} --chunks {p.chunks} "
+            f"--out report.json")
+
+
+SCENE = Scene(
+    slug="pipeline",
+    title="Pipeline parallelism",
+    chapter=7,
+    summary="GPipe, 1F1B, interleaved 1F1B, ZB-H1, ZB-V and DualPipeV as data: every pass "
+            "timed on every rank, the bubble, activation memory and the sends between stages, "
+            "checked against torch.distributed.pipelining.",
+    params=PipelineParams,
+    simulate=simulate,
+    template="scenes/pipeline.html",
+    view=page_view,
+    form=form_view,
+    svg_template="scenes/pipeline.svg",
+    export=export_view,
+    verify=CHECK,
+    key_slider="microbatches",
+)

@@ -1,0 +1,186 @@
+"""The player's frames for a timed pipeline schedule, and a caption for each that says who
+runs what, what it waited for, and what every rank holds.
+
+Frame 0 is the moment before anything runs; then one frame per moment some pass starts (beyond
+:data:`MAX_FRAMES` moments, per run of consecutive moments); the last frame is the makespan,
+with the bubble compared to the paper's formula when it applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.sim.pipeline_orders import SCHEDULE_KINDS
+from app.sim.pipeline_schedules import KIND_NAMES, Schedule, decode
+
+MAX_FRAMES = 200
+"""More moments than this and each frame covers a run of consecutive moments."""
+EPS = 1e-9
+
+
+
+@dataclass(frozen=True)
+class PipelineFrame:
+    step: int
+    time: float
+    """the time cursor"""
+    phase: str
+    caption: str
+    lo: int
+    hi: int
+    """the passes that start in this frame: ``trace.by_start[lo:hi]``"""
+
+
+def num(x: float) -> str:
+    """A time or size for captions: 3, 4.5, 0.3333."""
+    return f"{x:.4g}"
+
+
+
+def make_frames(p, schedule, flat, links, line, held, by_start, paper) -> list[PipelineFrame]:
+    """Frame 0 before anything runs; one frame per moment some pass starts (or, beyond
+    MAX_FRAMES moments, per run of consecutive moments); a last frame at the makespan."""
+    starts = line.start[by_start]
+    moments = np.unique(np.round(starts, 9))
+    groups = np.array_split(moments, min(MAX_FRAMES, moments.size))
+    cursors = np.array([g[-1] for g in groups])
+    firsts = np.array([g[0] for g in groups])
+    bounds = np.searchsorted(starts, cursors + EPS, side="right")
+    backward = flat.kind != 0
+    first_backward = float(line.start[backward].min(initial=np.inf))
+    last_forward = float(line.start[~backward].max(initial=0.0))
+    title = SCHEDULE_KINDS[p.schedule].title
+    frames = [PipelineFrame(0, 0.0, "before", _intro(p, schedule, title), 0, 0)]
+    context = _Context(p, schedule, flat, links, line, held, cursors, starts)
+    lo = 0
+    for k, (t0, t, hi) in enumerate(zip(firsts.tolist(), cursors.tolist(), bounds.tolist()),
+                                    start=1):
+        phase = ("warm-up" if t < first_backward - EPS else
+                 "cool-down" if t > last_forward + EPS else "steady state")
+        frames.append(PipelineFrame(k, t, phase, context.moment(k - 1, t0, t, by_start[lo:hi]),
+                                    lo, hi))
+        lo = hi
+    frames.append(PipelineFrame(len(frames), line.makespan, "done", context.summary(title, paper),
+                                lo, lo))
+    return frames
+
+
+def _intro(p, schedule: Schedule, title: str) -> str:
+    v = schedule.chunks
+    where = ("each rank holds one stage" if v == 1 else
+             f"rank r holds stages r and {2 * p.stages - 1} − r (a V)" if schedule.style == "v"
+             else f"rank r holds stages r, r + {p.stages}, … ({v} chunks)")
+    split = ("; each backward is split into I (gradient for the inputs, which the previous stage "
+             "waits for) and W (gradient for the weights, which nobody waits for)"
+             if SCHEDULE_KINDS[p.schedule].splits_backward else "")
+    per_chunk = (f", so {num(p.t_f / v)} and {num((p.t_b + p.t_w) / v)} per chunk" if v > 1
+                 else "")
+    comm = (f" Every send between ranks takes t_comm = {num(p.t_comm)}." if p.t_comm
+            else " Sends between ranks are free (t_comm = 0), as in the papers' formulas.")
+    return (f"Before: {title} on {p.stages} rank{'s' if p.stages > 1 else ''} with "
+            f"{p.microbatches} micro-batch{'es' if p.microbatches > 1 else ''}; {where}{split}. "
+            f"A forward takes t_f = {num(p.t_f)}, a backward t_b + t_w = {num(p.t_b + p.t_w)} "
+            f"for a rank's layers{per_chunk}.{comm}")
+
+
+class _Context:
+    """What captions need, computed once per trace for every cursor position at once."""
+
+    def __init__(self, p, schedule, flat, links, line, held, cursors: np.ndarray,
+                 starts: np.ndarray):
+        self.p, self.schedule, self.flat, self.links, self.line, self.held = (
+            p, schedule, flat, links, line, held)
+        first = np.zeros(flat.ids.size, dtype=bool)
+        first[flat.offsets[:-1][np.diff(flat.offsets) > 0]] = True
+        self.first = first
+        self.previous_end = np.where(first, 0.0, np.concatenate(([0.0], line.end[:-1])))
+        weights = np.flatnonzero(flat.kind == 3)
+        _, first_w = np.unique(flat.rank[weights], return_index=True)
+        self.first_of_kind = set(weights[first_w].tolist())         # each rank's first W
+        at = cursors + EPS
+        # activations held by each rank at each cursor: (ranks, cursors)
+        self.held_at = np.stack([h[np.maximum(np.searchsorted(t, at, side="right") - 1, 0)]
+                                 for t, h in zip(held.times, held.held)]) \
+            if held.times else np.zeros((0, cursors.size), dtype=int)
+        # ranks computing at each cursor: the pass that started last before it still runs
+        busy = np.zeros(cursors.size, dtype=int)
+        for a, b in zip(flat.offsets[:-1], flat.offsets[1:]):
+            i = np.searchsorted(line.start[a:b], at, side="right") - 1
+            busy += (i >= 0) & (line.end[a:b][np.maximum(i, 0)] > at)
+        self.busy = busy
+        # rank-time computed before each cursor: Σ over passes of clip(t − start, 0, length)
+        s, e = starts, np.sort(line.end)
+        cs, ce = np.concatenate(([0.0], np.cumsum(s))), np.concatenate(([0.0], np.cumsum(e)))
+        ns, ne = np.searchsorted(s, cursors, side="right"), np.searchsorted(e, cursors, side="right")
+        self.used = (ns * cursors - cs[ns]) - (ne * cursors - ce[ne])
+
+    def name(self, k: int) -> str:
+        return str(decode(self.flat.ids[k], self.schedule.microbatches))
+
+    def describe(self, k: int) -> str:
+        flat, line, m = self.flat, self.line, self.schedule.microbatches
+        r, kind = int(flat.rank[k]), int(flat.kind[k])
+        a = decode(flat.ids[k], m)
+        wait = line.start[k] - self.previous_end[k]
+        src = int(self.links.source[k])
+        what = (f"rank {r} runs {a} ({KIND_NAMES[a.kind]} of micro-batch {a.microbatch}, "
+                f"stage {a.stage})")
+        if k in self.first_of_kind:
+            what += " — W waits for no other rank, so it can fill time that would be idle"
+        if wait > EPS:
+            idle = (f"its first pass, at t = {num(line.start[k])}" if self.first[k]
+                    else f"after {num(wait)} idle")
+            if src >= 0 and self.links.remote[k]:
+                data = "activation" if kind == 0 else "gradient"
+                comm = ", + t_comm" if self.p.t_comm else ""
+                return (f"{what}, {idle}: it waited for the {data} from rank "
+                        f"{int(flat.rank[src])} ({self.name(src)} ended at "
+                        f"{num(line.end[src])}{comm})")
+            return f"{what}, {idle}"
+        if self.first[k]:
+            return what
+        return f"{what}, straight after {self.name(k - 1)}"
+
+    def moment(self, j: int, t0: float, t: float, starting: np.ndarray) -> str:
+        """What starts between t0 and t (one moment: t0 = t), and the state at t."""
+        ranks = self.schedule.ranks
+        parts = [self.describe(int(k)) for k in starting[:3]]
+        if starting.size > 3:
+            more = starting.size - 3
+            parts.append(f"and {more:,} more pass{'es' if more > 1 else ''} start"
+                         f"{'' if t0 == t else ' in this stretch'}")
+        when = f"t = {num(t)}" if t0 == t else f"t = {num(t0)} … {num(t)}"
+        text = f"{when}: " + "; ".join(parts) + "."
+        idle = ranks - int(self.busy[j])
+        if idle:
+            text += f" {idle} of {ranks} rank{'s' if ranks > 1 else ''} idle at t = {num(t)} (bubble)."
+        held = self.held_at[:, j]
+        if ranks <= 8:
+            text += (" Activations held: " + " · ".join(f"r{r} {h}" for r, h in
+                                                        enumerate(held.tolist())) + ".")
+        else:
+            top = int(np.argmax(held))
+            text += (f" Rank-time used so far: {self.used[j] / (ranks * t):.1%}. Most activations "
+                     f"held: rank {top}, {held[top]} micro-batch-chunks." if t > 0 else "")
+        return text
+
+    def summary(self, title: str, paper) -> str:
+        p, line = self.p, self.line
+        per_rank = p.microbatches * (p.t_f + p.t_b + p.t_w)
+        text = (f"Done at t = {num(line.makespan)}. Every rank computed "
+                f"m·(t_f + t_b + t_w) = {num(per_rank)}; the rest of p × makespan is bubble: "
+                f"{line.bubble_fraction:.1%} of all rank-time. Peak activations: rank 0 holds "
+                f"{self.held.peak[0]} micro-batch-chunk{'s' if self.held.peak[0] != 1 else ''}"
+                f"{f', rank {p.stages - 1} {self.held.peak[-1]}' if p.stages > 1 else ''}.")
+        f = paper
+        if f is not None:
+            if f.applies:
+                text += (f" The paper's {f.text}: {f.worked} = {f.fraction:.1%} "
+                         f"{'✓ equal' if abs(f.fraction - line.bubble_fraction) < 1e-9 else '≠'}.")
+            else:
+                text += (f" {title}'s formula {f.text} would give {f.fraction:.1%}; it is exact "
+                         f"only when {f.condition}.")
+        return text
+
