@@ -55,9 +55,9 @@ def trace_of(scene: Scene, params: SceneParams) -> Any:
     return scene.simulate(params)
 
 
-class _Recent:
-    """A thread-safe LRU map of byte strings, bounded by count and by total bytes, that can be
-    peeked without computing anything."""
+class Recent:
+    """A thread-safe LRU map of strings or bytes, bounded by count and by total length, that
+    can be peeked without computing anything."""
 
     def __init__(self, size: int, max_bytes: int):
         self.size = size
@@ -73,7 +73,7 @@ class _Recent:
                 self.items.move_to_end(key)
             return value
 
-    def put(self, key, value: bytes) -> None:
+    def put(self, key, value: bytes | str) -> None:
         with self.lock:
             if key in self.items:
                 self.total -= len(self.items[key])
@@ -85,7 +85,7 @@ class _Recent:
                 self.total -= len(dropped)
 
 
-_JSON = _Recent(64, max_bytes=256 * 2**20)
+_JSON = Recent(64, max_bytes=256 * 2**20)
 """Recent answers: a large trace's JSON is several MB, so the cache also stops at 256 MiB."""
 
 

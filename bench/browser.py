@@ -13,10 +13,10 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
 # One move: set the slider, fire `input` as a drag does, and stop the clock when htmx has
 # swapped the new stage in and the browser has painted it (two animation frames later).
 MEASURE_MOVES = """
-async ({name, values}) => {
+async ({selector, values}) => {
   const times = [];
   for (const v of values) {
-    const slider = document.querySelector(`input[name="${name}"]`);
+    const slider = document.querySelector(selector);
     const painted = new Promise(resolve => document.body.addEventListener("htmx:afterSettle",
       () => requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now()))),
       {once: true}));
@@ -29,6 +29,13 @@ async ({name, values}) => {
   return times;
 }
 """
+
+
+def control_selector(name: str) -> str:
+    """The control a person moves for parameter ``name``: its range input, the range input that
+    drives its hidden input (a list or log₂ slider), or its select."""
+    return (f'input[type="range"][name="{name}"], input[type="range"][data-target="{name}"], '
+            f'input[type="range"][data-log2-for="{name}"], select[name="{name}"]')
 
 
 def launch(playwright):
@@ -58,11 +65,17 @@ def measure(base: str, scenes, moves: int = 60) -> dict:
             page.goto(f"{base}/{scene.slug}", wait_until="networkidle")
             transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in sizes)
             requests = len(sizes)
-            slider = page.locator(f'input[name="{scene.key_slider}"]')
-            low, high = int(float(slider.get_attribute("min"))), int(float(slider.get_attribute("max")))
-            start = int(float(slider.input_value()))
-            values = slider_values(max(low, start), high, moves)
-            times = page.evaluate(MEASURE_MOVES, {"name": scene.key_slider, "values": values})
+            selector = control_selector(scene.key_slider)
+            control = page.locator(selector).first
+            if control.evaluate("el => el.tagName") == "SELECT":
+                options = control.evaluate("el => [...el.options].map(o => o.value)")
+                values = [options[i % len(options)] for i in range(1, moves + 1)]
+            else:
+                low = int(float(control.get_attribute("min")))
+                high = int(float(control.get_attribute("max")))
+                start = int(float(control.input_value()))
+                values = slider_values(max(low, start), high, moves)
+            times = page.evaluate(MEASURE_MOVES, {"selector": selector, "values": values})
             results[scene.slug] = {
                 "first_load_bytes": transferred, "first_load_requests": requests,
                 "foreign_requests": len(foreign), "slider": scene.key_slider,

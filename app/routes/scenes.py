@@ -19,10 +19,12 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.params import ParamsError, Problem, parse
-from app.scene import Scene, cached_json, json_of, trace_of
+from app.scene import Recent, Scene, cached_json, json_of, trace_of
 from app.templating import render
 
 JSON = "application/json"
+PAGES = Recent(256, max_bytes=128 * 2**20)
+"""Rendered pages and stage fragments, by scene, params, frame and real-run settings."""
 
 
 def parse_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
@@ -51,36 +53,43 @@ def is_fragment(request: Request) -> bool:
 def scene_router(scene: Scene) -> APIRouter:
     router = APIRouter()
 
-    def context(request: Request, embed: bool) -> tuple[dict, int]:
-        """Template context for the page; on bad input the raw values and the problems."""
+    def html(request: Request, embed: bool, block: str | None) -> tuple[str, int]:
+        """The page (or its block) and its status. A page is a pure function of its params,
+        frame and the server's real-run settings, so what was rendered is kept (dragging a
+        slider back and forth revisits the same states); bad input renders the raw values
+        and the problems, uncached."""
         query = request.query_params
-        base = {"scene": scene, "embed": embed, "path": request.url.path,
-                "query": str(query), **scene.form()}
+        base = {"scene": scene, "embed": embed, **scene.form()}
         try:
             params = parse(scene.params, query)
             trace = trace_of(scene, params)
             frame = parse_frame(query, scene.frame_count(trace))
         except ParamsError as error:
             values = {**_defaults(scene), **dict(query)}
-            return {**base, "params": None, "values": values, "trace": None,
-                    "problems": error.problems, "frame": 0}, 422
+            ctx = {**base, "params": None, "values": values, "trace": None,
+                   "problems": error.problems, "frame": 0}
+            return render(scene.template, block, **ctx), 422
         extra = ({"verify_info": request.app.state.runner.info(scene.verify, params)}
                  if scene.verify is not None else {})
-        return {**base, "params": params, "values": params.model_dump(), "trace": trace,
-                "problems": [], "frame": frame, **extra,
-                **scene.view(params, trace, frame)}, 200
+        key = (scene.slug, params, frame, embed, block, repr(extra))
+        cached = PAGES.get(key)
+        if cached is None:
+            ctx = {**base, "params": params, "values": params.model_dump(), "trace": trace,
+                   "problems": [], "frame": frame, **extra, **scene.view(params, trace, frame)}
+            cached = render(scene.template, block, **ctx)
+            PAGES.put(key, cached)
+        return cached, 200
 
     @router.get(f"/{scene.slug}", response_class=HTMLResponse)
     def page(request: Request):
-        ctx, status = context(request, embed=False)
-        block = "stage" if is_fragment(request) else None
-        return HTMLResponse(render(scene.template, block, **ctx), status_code=status,
-                            headers={"Vary": "HX-Request"})
+        body, status = html(request, embed=False,
+                            block="stage" if is_fragment(request) else None)
+        return HTMLResponse(body, status_code=status, headers={"Vary": "HX-Request"})
 
     @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse)
     def embed(request: Request):
-        ctx, status = context(request, embed=True)
-        return HTMLResponse(render(scene.template, **ctx), status_code=status)
+        body, status = html(request, embed=True, block=None)
+        return HTMLResponse(body, status_code=status)
 
     @router.get(f"/api/{scene.slug}")
     async def api(request: Request):

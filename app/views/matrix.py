@@ -62,9 +62,8 @@ class MatrixView:
     def markup(self) -> Markup:
         """The matrix as an SVG group, written here rather than in a template loop: a deck
         holds thousands of cells, and this keeps a page render within its budget."""
-        parts = [f'<g transform="translate({self.x},{self.y})">']
-        if self.title:
-            parts.append(f"<title>{escape(self.title)}</title>")
+        tip = f' data-tip="{escape(self.title)}"' if self.title else ""
+        parts = [f'<g transform="translate({self.x},{self.y})"{tip}>']
         parts += [f'<path fill="{p.fill}" d="{p.d}"/>' for p in self.paths]
         parts += [f'<line class="head-gap" x1="{s}" x2="{s}" y1="-3" y2="{self.h + 3}"/>'
                   for s in self.separators]

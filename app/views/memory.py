@@ -4,7 +4,7 @@ the ledger up — parameters, gradients, optimizer states, activations, buffers.
 
 The treemap is squarified (Bruls, Huizing & van Wijk 2000): nested, categories first, each
 category's lines inside its rectangle. Every rectangle carries its formula and tag as a
-``<title>`` (the hover text); labels are drawn only where they fit.
+``data-tip`` (the hover text, static/js/tooltip.js); labels are drawn only where they fit.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def test_page_fragment_embed_svg(client, query):
 
 def test_every_number_has_a_formula_and_a_tag(client):
     page = client.get("/memory?frame=4").text
-    titles = [unescape(t) for t in re.findall(r"<title>(.*?)</title>", page)]
+    titles = [unescape(t) for t in re.findall(r'data-tip="(.*?)"', page)]
     boxes = [t for t in titles if " = " in t and " · " in t]
     d = client.get("/api/memory").json()
     assert len(boxes) == sum(1 for i in d["items"] if i["bytes"] > 0)
