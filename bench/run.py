@@ -33,7 +33,18 @@ from bench.servers import ROOT, serve
 API_QUERY = {"collective": "world=8"}
 """Query of the /api latency measurement; scenes not listed use their defaults."""
 
-HEAVIEST = {"collective": "op=all_to_all&algorithm=ring&world=64&count=128"}
+HEAVIEST = {
+    "memory": "preset=llama3-405b&pp=2&tp=8&dp=1024&micro_batch=4096&recompute=none&zero=3",
+    "collective": "op=all_to_all&algorithm=ring&world=64&count=128",
+    "optimizer": "optimizer=adam&size=12&steps=64",
+    "data-parallel": "mode=ddp&dp=1024&bucket_mb=0.001&preset=llama3-405b",
+    "zero": "stage=3&dp=64&steps=10&mlp_layers=6&mlp_width=8&offload=nvme",
+    "tensor-parallel": "block=embedding&tp=16&tokens=128&hidden=128&vocab=128",
+    "pipeline": "schedule=dualpipev&stages=64&microbatches=512",
+    "precision": "steps=64&grad_spread=3",
+    "checkpointing": "preset=gpt3-175b&recompute=selective&recompute_layers=1&grad_accum=1024"
+                     "&layers=512",
+}
 """The most expensive accepted request of each scene (checked against the 500 ms budget)."""
 
 BUDGETS = {"repaint_p95_ms": 50, "api_p99_ms": 10, "throughput_ratio": 0.5, "any_ms": 500,
