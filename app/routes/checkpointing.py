@@ -95,4 +95,5 @@ SCENE = Scene(
     svg_template="scenes/checkpointing.svg",
     export=export_view,
     key_slider="micro_batch",
+    preview="frame=20",
 )

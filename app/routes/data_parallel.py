@@ -108,6 +108,7 @@ SCENE = Scene(
     export=export_view,
     verify=CHECK,
     key_slider="bucket_mb",
+    preview="frame=8",
 )
 
 

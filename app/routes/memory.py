@@ -134,4 +134,5 @@ SCENE = Scene(
     export=export_view,
     verify=CHECK,
     key_slider="micro_batch",
+    preview="frame=4",
 )

@@ -143,4 +143,5 @@ SCENE = Scene(
     export=export_view,
     verify=CHECK,
     key_slider="steps",
+    preview="frame=12",
 )

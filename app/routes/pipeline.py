@@ -188,4 +188,5 @@ SCENE = Scene(
     export=export_view,
     verify=CHECK,
     key_slider="microbatches",
+    preview="frame=12",
 )

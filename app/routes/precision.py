@@ -80,4 +80,5 @@ SCENE = Scene(
     svg_template="scenes/precision.svg",
     export=export_view,
     key_slider="grad_center",
+    preview="frame=9",
 )

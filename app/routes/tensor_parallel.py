@@ -154,4 +154,5 @@ SCENE = Scene(
     export=export_view,
     verify=CHECK,
     key_slider="tp",
+    preview="block=mlp&tp=2&frame=4",
 )

@@ -89,4 +89,5 @@ SCENE = Scene(
     export=export_view,
     verify=CHECK,
     key_slider="dp",
+    preview="frame=5",
 )
