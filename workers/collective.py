@@ -22,6 +22,10 @@ import torch
 import torch.distributed as dist
 
 from app.sim.collective_schedules import ALGORITHMS, OPS, build
+
+# torch 2.13 renamed the tensor-in, tensor-out collectives; older releases have the old names
+ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 from app.sim.collectives import make_inputs
 
 
@@ -32,10 +36,10 @@ def torch_collective(op: str, x: torch.Tensor, world: int, root: int) -> torch.T
         dist.all_reduce(out)
     elif op == "reduce_scatter":
         out = torch.empty(x.numel() // world, dtype=x.dtype, device=x.device)
-        dist.reduce_scatter_tensor(out, x.clone())
+        REDUCE_SCATTER(out, x.clone())
     elif op == "all_gather":
         out = torch.empty(x.numel() * world, dtype=x.dtype, device=x.device)
-        dist.all_gather_into_tensor(out, x)
+        ALL_GATHER(out, x)
     elif op == "broadcast":
         out = x.clone()
         dist.broadcast(out, src=root)

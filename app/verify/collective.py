@@ -71,7 +71,7 @@ def _number(value: float) -> float:
 
 
 def _torch_name(op: str) -> str:
-    return {"reduce_scatter": "reduce_scatter_tensor", "all_gather": "all_gather_into_tensor",
+    return {"reduce_scatter": "reduce_scatter_single", "all_gather": "all_gather_single",
             "all_to_all": "all_to_all_single"}.get(op, op)
 
 
@@ -79,8 +79,10 @@ def torch_call(op: str, root: int) -> str:
     """The torch.distributed call with the semantics the scene shows."""
     return {
         "all_reduce": "dist.all_reduce(t)  # t: count elements, summed in place",
-        "reduce_scatter": "dist.reduce_scatter_tensor(out, t)  # out: count/world elements",
-        "all_gather": "dist.all_gather_into_tensor(out, t)  # t: count/world, out: count",
+        "reduce_scatter": "dist.reduce_scatter_single(out, t)  # out: count/world elements "
+                          "(reduce_scatter_tensor before torch 2.13)",
+        "all_gather": "dist.all_gather_single(out, t)  # t: count/world, out: count "
+                      "(all_gather_into_tensor before torch 2.13)",
         "broadcast": f"dist.broadcast(t, src={root})",
         "reduce": f"dist.reduce(t, dst={root})",
         "all_to_all": "dist.all_to_all_single(out, t)  # block r of t goes to rank r",
