@@ -164,10 +164,13 @@
   });
 
   // htmx walks every element it removes, firing an event on each; a deck has thousands of
-  // elements and none of them carries htmx attributes, so take decks out before the swap.
+  // elements and none of them carries htmx attributes, so empty the stage (which the swap
+  // replaces anyway) or take decks out before the swap.
   document.addEventListener("htmx:beforeSwap", function (event) {
-    if (!event.detail.shouldSwap || !event.detail.target) return;
-    event.detail.target.querySelectorAll("svg.deck").forEach(function (deck) { deck.remove(); });
+    var target = event.detail.target;
+    if (!event.detail.shouldSwap || !target) return;
+    if (target.id === "stage") target.replaceChildren();  // replaced whole: nothing to walk
+    else target.querySelectorAll("svg.deck").forEach(function (deck) { deck.remove(); });
   });
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });
