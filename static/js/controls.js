@@ -179,7 +179,16 @@
       });
     }
     fixDependents(form);
-    form.addEventListener("input", function () { fixMultiples(form); }, true);
+    // only a field that a slider depends on can change another slider's steps
+    var watched = {};
+    form.querySelectorAll("[data-multiple-of]").forEach(function (slider) {
+      watched[slider.dataset.multipleOf] = true;
+      watched[slider.name] = true;
+      (slider.dataset.when || "").split(" ").forEach(function (c) { watched[c.split("=")[0]] = true; });
+    });
+    form.addEventListener("input", function (event) {
+      if (watched[event.target.name]) fixMultiples(form);
+    }, true);
     fixMultiples(form);
   }
 
