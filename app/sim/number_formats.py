@@ -195,3 +195,15 @@ def fractions(values: np.ndarray, fmt: Format) -> dict[str, float]:
             "subnormal": float(np.sum(finite & (magnitude > 0)
                                       & (magnitude < fmt.min_normal)) / n),
             "overflow": float(np.sum(~finite) / n)}
+
+
+def fractions_per_row(rows: np.ndarray, fmt: Format) -> list[tuple[float, float]]:
+    """:func:`fractions`' underflow and subnormal shares for every row of ``rows`` at once."""
+    rows = np.asarray(rows, dtype=np.float64)
+    rounded = round_to(rows, fmt)
+    n = np.maximum(1, np.count_nonzero(rows, axis=1))
+    magnitude = np.abs(rounded)
+    under = np.sum((rounded == 0) & (rows != 0), axis=1) / n
+    sub = np.sum(np.isfinite(rounded) & (magnitude > 0) & (magnitude < fmt.min_normal),
+                 axis=1) / n
+    return list(zip(under.tolist(), sub.tolist()))

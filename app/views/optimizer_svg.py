@@ -23,6 +23,8 @@ from app.views.optimizer import FrameView, OptimizerDeck, RowCells
 
 FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
 CAPTION_HEIGHT = 90
+CENTRE = 0.35
+"""a number's baseline sits this many ems below the centre of its box (dy="0.35em")"""
 INK = "#000000"
 """the numbers' colour on every row's pale fill (set once on the frames' group)"""
 BLANK_INSET = 0.8
@@ -61,7 +63,7 @@ def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
     if defs:
         out.append(f"<defs>{defs}</defs>")
     out.append(f'<g class="frames" font-size="{_n(deck.font)}" text-anchor="middle" '
-               f'dominant-baseline="central" font-weight="700" fill="{INK}">')
+               f'font-weight="700" fill="{INK}">')
     for f in deck.frames[:current + 1]:
         out += _frame(cells, f, current, standalone)
     out.append("</g>")
@@ -99,10 +101,9 @@ def _bytes_bar(deck: OptimizerDeck) -> list[str]:
            f'{_e(deck.bar_title)}</text>']
     out += [f'<rect class="bar-part" x="{_n(b.x)}" y="{_n(y)}" width="{_n(b.w)}" height="38" '
             f'fill="{b.fill}"/>' for b in deck.bar]
-    out.append(f'<g text-anchor="middle" dominant-baseline="central" font-size="15" '
-               f'font-weight="700">')
-    out += [f'<text x="{_n(b.x + b.w / 2)}" y="{_n(y + 19)}" fill="{b.ink}">{_e(b.label)}</text>'
-            for b in deck.bar]
+    out.append('<g text-anchor="middle" font-size="15" font-weight="700">')
+    out += [f'<text x="{_n(b.x + b.w / 2)}" y="{_n(y + 19 + CENTRE * 15)}" fill="{b.ink}">'
+            f'{_e(b.label)}</text>' for b in deck.bar]
     out.append("</g>")
     if deck.state_span:
         left, right, label = deck.state_span
@@ -142,6 +143,9 @@ class _Cells:
         self.centres = [_n(x + w / 2) for x in deck.cell_xs]
         self.all = tuple(range(len(deck.cell_xs)))
         self.defined: dict[float, str] = {}   # row top → id of its background
+        # the theme's edge around a cell (a faint light line on the dark theme, none on the
+        # light one and in files)
+        self.edge = "" if standalone else f' style="stroke:{PAGE_COLOURS["cell_edge"]}"'
 
     def path(self, y: float, columns: tuple[int, ...], inset: float = 0.0) -> str:
         """Rounded boxes for ``columns`` of the row whose cells start at ``y``, shrunk by
@@ -186,7 +190,8 @@ class _Cells:
         out = []
         for i, (y, fill) in enumerate(sorted(fills.items())):
             self.defined[y] = f"opt-row{i}"
-            out.append(f'<path id="opt-row{i}" fill="{fill}" d="{self.path(y, self.all)}"/>')
+            out.append(f'<path id="opt-row{i}" fill="{fill}"{self.edge} '
+                       f'd="{self.path(y, self.all)}"/>')
             if y in blank:
                 out.append(f'<g id="opt-row{i}-blank">{self.blank_row(y, self.all, False)}</g>')
         return "".join(out)
@@ -203,8 +208,8 @@ class _Cells:
             if filled == self.all and defined:
                 out.append(f'<use href="#{defined}"/>')
             else:
-                out.append(f'<path fill="{row.fill}" d="{self.path(row.y, filled)}"/>')
-            cy = _n(row.y + self.deck.cell_h / 2)
+                out.append(f'<path fill="{row.fill}"{self.edge} d="{self.path(row.y, filled)}"/>')
+            cy = f"{row.y + self.deck.cell_h / 2 + CENTRE * self.deck.font:.2f}".rstrip("0").rstrip(".")
             ink = "" if row.ink == INK else f' fill="{row.ink}"'
             label = _e(row.label)
             for j in filled:
