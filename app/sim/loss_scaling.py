@@ -74,7 +74,7 @@ def dynamic_loss_scaling(gradients, init_scale: float,
     values flush to zero or turn subnormal is then counted for every step at once."""
     fp16 = FORMATS["fp16"]
     grads = np.asarray(gradients, dtype=np.float64)
-    largest = np.abs(grads).max(axis=1)
+    largest = np.maximum(grads.max(axis=1), -grads.min(axis=1))   # max |g| per step
     scale, tracker = init_scale, 0
     rule = []
     for t, top in enumerate(largest.tolist(), start=1):

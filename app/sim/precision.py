@@ -67,15 +67,27 @@ def histograms(rows: np.ndarray, low: int, high: int,
                shifts: np.ndarray | None = None) -> tuple[Histogram, ...]:
     """One histogram per row of ``rows`` (steps, samples), counted in one pass; with
     ``shifts`` (one integer per row), of the rows multiplied by 2^shift — exactly the
-    binades shifted, as multiplying by a power of two moves every value by whole binades."""
-    exponents = binades(rows)
-    if shifts is not None:
-        exponents = exponents + shifts[:, np.newaxis]
-    bins = high - low
-    index = np.clip(exponents, low, high - 1) - low + bins * np.arange(len(rows))[:, np.newaxis]
-    nonzero = rows != 0
-    index = index.ravel() if nonzero.all() else index[nonzero]
-    counts = np.bincount(index, minlength=bins * len(rows)).reshape(len(rows), bins)
+    binades shifted, as multiplying by a power of two moves every value by whole binades.
+
+    A normal float64's binade is its biased exponent field (bits 52–62) minus 1023, read
+    straight off its bits; zeros are left out, and subnormal float64s (below 2^-1022, which
+    no gradient here comes near) go through frexp."""
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    steps, bins = len(rows), high - low
+    offsets = -1023 - low + (np.zeros(steps, dtype=np.int64) if shifts is None
+                             else np.asarray(shifts, dtype=np.int64))
+    index = rows.view(np.int64) >> 52
+    index &= 0x7FF
+    nonzero = None
+    if not index.all():                          # zeros, or float64 subnormals
+        nonzero = rows != 0
+        if (nonzero & (index == 0)).any():
+            index = binades(rows) + 1023
+    index += offsets[:, np.newaxis]
+    np.clip(index, 0, bins - 1, out=index)
+    index += bins * np.arange(steps)[:, np.newaxis]
+    index = index.ravel() if nonzero is None else index[nonzero]
+    counts = np.bincount(index, minlength=bins * steps).reshape(steps, bins)
     return tuple(Histogram(low, tuple(row)) for row in counts.tolist())
 
 
@@ -126,7 +138,12 @@ class PrecisionTrace:
 def make_gradients(steps: int, center: float, spread: float, seed: int) -> np.ndarray:
     """(steps, SAMPLES) gradients: log10 |g| ~ N(center + wander, spread²), random signs."""
     wander, z, signs = _draws(steps, seed)
-    return signs * 10.0 ** ((center + spread * z) + wander)
+    g = z * spread                 # (center + spread·z) + wander, in one buffer
+    g += center
+    g += wander
+    np.power(10.0, g, out=g)
+    g *= signs
+    return g
 
 
 @lru_cache(maxsize=8)
@@ -155,8 +172,9 @@ def simulate(p: PrecisionQuery) -> PrecisionTrace:
     # g's, exactly
     shifts = np.array([math.log2(s.scale) for s in steps]).astype(int)
     magnitude = np.abs(grads)
-    smallest = np.where(grads != 0, magnitude, np.inf).min(axis=1)
-    largest = magnitude.max(axis=1)
+    smallest, largest = magnitude.min(axis=1), magnitude.max(axis=1)
+    if not smallest.all():  # a zero gradient: the smallest non-zero one instead
+        smallest = np.where(grads != 0, magnitude, np.inf).min(axis=1)
     scales = np.array([s.scale for s in steps])
     low, high = _hist_range(min(smallest[0], (smallest * scales).min()),
                             max(largest[0], (largest * scales).max()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 from functools import lru_cache
 
 from app.sim.number_formats import FORMATS, KEYS
@@ -31,6 +32,7 @@ def pow2(k: float) -> str:
     return "2" + str(int(k)).translate(SUPERSCRIPT) if float(k).is_integer() else f"2^{k:g}"
 
 
+@lru_cache(maxsize=64)
 def tint(colour: str, t: float = 0.72) -> str:
     return ramp((colour, "#ffffff"), t)
 
@@ -127,14 +129,21 @@ def _error(enc) -> str:
 
 # --- 2. gradients against every format's range -----------------------------------------------
 
-@dataclass(frozen=True)
-class Bar:
+class Bar(NamedTuple):
+    """One histogram bar: the values in binade [2^e, 2^(e+1)) (a tuple: a deck has a
+    thousand of them)."""
+
     x: float
     y: float
     w: float
     h: float
     fill: str
-    title: str
+    e: int
+    count: int
+
+    @property
+    def title(self) -> str:
+        return f"{binade_label(self.e)}: {self.count} values"
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,8 @@ class Axis:
 
     def __init__(self, low: int, high: int, left: float, right: float):
         self.low, self.high, self.left, self.right = low, high, left, right
+        self.binades = [self(e) for e in range(low, high + 1)]
+        """the pixel of every whole binade, low to high (what histogram bars start at)"""
 
     def __call__(self, log2: float) -> float:
         log2 = min(max(log2, self.low), self.high)
@@ -196,13 +207,13 @@ def _bars(h: Histogram, axis: Axis, base: float, height: float, peak: int,
             continue
         e = h.low + k
         bar_h = max(2.0, height * count / peak)
-        out.append(Bar(axis(e), round(base - bar_h, 1), w, round(bar_h, 1), colour_of(e),
-                       f"{_binade(e)}: {count} values"))
+        x = axis.binades[e - axis.low] if axis.low <= e <= axis.high else axis(e)
+        out.append(Bar(x, round(base - bar_h, 1), w, round(bar_h, 1), colour_of(e), e, count))
     return tuple(out)
 
 
 @lru_cache(maxsize=512)
-def _binade(e: int) -> str:
+def binade_label(e: int) -> str:
     return f"{pow2(e)} ≤ |x| < {pow2(e + 1)}"
 
 

@@ -14,11 +14,12 @@ player reaches them, so a slider's repaint lays out only what frame ``current`` 
 
 from __future__ import annotations
 
-from html import escape
+from functools import lru_cache
 
 from markupsafe import Markup
 
-from app.views.precision import Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame
+from app.views.precision import (Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame,
+                                 binade_label)
 
 FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
 CAPTION_HEIGHT = 90
@@ -27,7 +28,8 @@ BIT_H = 28
 
 def _n(x: float) -> str:
     """A coordinate in as few characters as it needs (one decimal at most)."""
-    return f"{x:.1f}".rstrip("0").rstrip(".")
+    text = f"{x:.1f}"
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _n2(x: float) -> str:
@@ -37,7 +39,10 @@ def _n2(x: float) -> str:
 
 
 def _e(text: str) -> str:
-    return escape(text, quote=True)
+    """``text`` escaped for content and double-quoted attributes."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    return text.replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def _open(width: int, height: int, label: str, standalone: bool = False,
@@ -110,16 +115,19 @@ def bits_svg(fig: BitsFigure) -> Markup:
 
 def _tipped_bars(bars: tuple[Bar, ...]) -> list[str]:
     """Bars with their hover texts, grouped by fill."""
-    fills: dict[str, list[Bar]] = {}
-    for b in bars:
-        fills.setdefault(b.fill, []).append(b)
     out = []
-    for fill, group in fills.items():
+    for fill, group in _by_fill(bars).items():
         out.append(f'<g fill="{fill}">')
-        out += [f'<rect x="{_n(b.x)}" y="{_n(b.y)}" width="{_n(b.w)}" height="{_n(b.h)}" '
-                f'data-tip="{_e(b.title)}"/>' for b in group]
+        w = _n(group[0].w)  # every bar of a histogram is as wide
+        out += [f'<rect x="{_n(b.x)}" y="{_n(b.y)}" width="{w}" height="{_n(b.h)}" '
+                f'data-tip="{_binade_tip(b.e)}: {b.count} values"/>' for b in group]
         out.append("</g>")
     return out
+
+
+@lru_cache(maxsize=512)
+def _binade_tip(e: int) -> str:
+    return _e(binade_label(e))
 
 
 def range_svg(fig: RangeFigure) -> Markup:
