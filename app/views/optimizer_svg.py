@@ -1,15 +1,18 @@
 """The optimizer deck as SVG markup (geometry from :mod:`app.views.optimizer`).
 
 Written with f-strings rather than a template loop: a 32-step deck has hundreds of frames'
-cells, and a template escapes every attribute of every one. What the elements share is said
-once on a group (font, anchor, fill, ``pointer-events``), a cell is one ``<rect>`` carrying its
-hover text and one ``<text>``, and a row of values not computed yet is one dashed path.
+rows, and a template escapes every attribute of every cell. What elements share is said once
+on a group (font, anchor, fill); a row's background is one path, defined once and drawn by a
+``<use>`` in every frame that redraws the row, with the row's values in full as hover text;
+each number is one ``<text>`` that carries its own value in full; a row of values not computed
+yet is one ``<use>`` of dashed boxes.
 
 ``current`` is the frame shown first. The frames after it are not part of the drawing yet: they
 follow the ``<svg>`` in an inert ``<template class="deck-later">`` that ``static/js/player.js``
 moves into the deck when the player reaches them, so a slider's repaint lays out frame 0 alone.
-``standalone`` is a file of its own: the style sheet inlined, concrete colours, frames up to
-``current`` only (overlays of ``current`` alone) and the caption underneath.
+``standalone`` is a file of its own: the style sheet inlined, concrete colours, every path
+written out (no references), frames up to ``current`` only (overlays of ``current`` alone), the
+caption underneath.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ def _n(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".")
 
 
+def _n2(x: float) -> str:
+    """Two decimals, for a text's baseline: glyphs snap to whole pixels, and a baseline
+    rounded across a pixel's boundary would move them by one."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
 def _e(text: str) -> str:
     return escape(text, quote=True)
 
@@ -57,7 +66,6 @@ def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
     out += _grid_labels(deck)
     out += _bytes_bar(deck)
     out += _chart_axes(deck)
-    # what every cell's number shares; the pointer passes through to nothing but the numbers
     cells = _Cells(deck, tips=not standalone, standalone=standalone)
     defs = cells.defs()
     if defs:
@@ -102,7 +110,7 @@ def _bytes_bar(deck: OptimizerDeck) -> list[str]:
     out += [f'<rect class="bar-part" x="{_n(b.x)}" y="{_n(y)}" width="{_n(b.w)}" height="38" '
             f'fill="{b.fill}"/>' for b in deck.bar]
     out.append('<g text-anchor="middle" font-size="15" font-weight="700">')
-    out += [f'<text x="{_n(b.x + b.w / 2)}" y="{_n(y + 19 + CENTRE * 15)}" fill="{b.ink}">'
+    out += [f'<text x="{_n(b.x + b.w / 2)}" y="{_n2(y + 19 + CENTRE * 15)}" fill="{b.ink}">'
             f'{_e(b.label)}</text>' for b in deck.bar]
     out.append("</g>")
     if deck.state_span:
@@ -205,11 +213,16 @@ class _Cells:
         defined = self.defined.get(row.y)
         out = []
         if filled:
+            # the background's hover text: the whole row in full, for the pointer between
+            # numbers
+            tip = (f' data-tip="{_e(row.label)} = [{", ".join(row.exact[j] for j in filled)}] '
+                   f'({row.dtype})"' if self.tips else "")
             if filled == self.all and defined:
-                out.append(f'<use href="#{defined}"/>')
+                out.append(f'<use href="#{defined}"{tip}/>')
             else:
-                out.append(f'<path fill="{row.fill}"{self.edge} d="{self.path(row.y, filled)}"/>')
-            cy = f"{row.y + self.deck.cell_h / 2 + CENTRE * self.deck.font:.2f}".rstrip("0").rstrip(".")
+                out.append(f'<path fill="{row.fill}"{self.edge} d="{self.path(row.y, filled)}"'
+                           f'{tip}/>')
+            cy = _n2(row.y + self.deck.cell_h / 2 + CENTRE * self.deck.font)
             ink = "" if row.ink == INK else f' fill="{row.ink}"'
             label = _e(row.label)
             for j in filled:
@@ -242,7 +255,7 @@ def _frame(cells: _Cells, f: FrameView, current: int, standalone: bool) -> list[
                         f"a6,6 0 0 1 -6,6h{_n(12 - w)}a6,6 0 0 1 -6,-6v{_n(12 - h)}"
                         f"a6,6 0 0 1 6,-6z" for x, y, w, h in f.outlines)
             out.append(f'<path class="only-current current-mark" d="{d}"/>')
-        out.append('<g class="only-current ink" text-anchor="start" dominant-baseline="auto">'
+        out.append('<g class="only-current ink" text-anchor="start">'
                    f'<text class="step-header" x="22" y="36" font-size="24">{_e(f.header)}</text>')
         if f.formula:
             out.append(f'<text class="rule" x="22" y="70" font-size="21" font-weight="400">'
