@@ -255,11 +255,10 @@ def _frame(cells: _Cells, f: FrameView, current: int, standalone: bool) -> list[
                         f"a6,6 0 0 1 -6,6h{_n(12 - w)}a6,6 0 0 1 -6,-6v{_n(12 - h)}"
                         f"a6,6 0 0 1 6,-6z" for x, y, w, h in f.outlines)
             out.append(f'<path class="only-current current-mark" d="{d}"/>')
-        out.append('<g class="only-current ink" text-anchor="start">'
-                   f'<text class="step-header" x="22" y="36" font-size="24">{_e(f.header)}</text>')
+        out.append(f'<text class="only-current ink step-header" x="22" y="36" font-size="24" '
+                   f'text-anchor="start">{_e(f.header)}</text>')
         if f.formula:
-            out.append(f'<text class="rule" x="22" y="70" font-size="21" font-weight="400">'
-                       f'{_e(f.formula)}</text>')
-        out.append("</g>")
+            out.append(f'<text class="only-current ink rule" x="22" y="70" font-size="21" '
+                       f'text-anchor="start" font-weight="400">{_e(f.formula)}</text>')
     out.append("</g>")
     return out
