@@ -3,17 +3,20 @@ accumulation) and its embed, JSON and SVG."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated
 
+from markupsafe import Markup
 from pydantic import Field, field_validator, model_validator
 
 from app.params import (Dp, Ffn, GradAccum, Heads, Hidden, Invalid, KvHeads, Layers,
                         MicroBatch, ModelPreset, Recompute, SceneParams, Seq, Tp, Vocab)
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim.checkpointing import model_of, simulate
 from app.sim.models import PRESETS
-from app.templating import export_context
+from app.templating import deck_style, export_context
 from app.views import checkpointing as view
+from app.views import checkpointing_svg
 
 RecomputeLayers = Annotated[int, Field(ge=1, le=512, description="layers per checkpointed "
                                                                  "segment (k)")]
@@ -66,9 +69,22 @@ class CheckpointParams(SceneParams):
         return self
 
 
+@lru_cache(maxsize=64)
+def deck_of(p: CheckpointParams) -> view.CheckpointDeck:
+    """The deck's geometry, every frame (cached: a pure function of params)."""
+    return view.build_deck(trace_of(SCENE, p))
+
+
+@lru_cache(maxsize=64)
+def deck_svg(p: CheckpointParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first; later frames wait in a template."""
+    return checkpointing_svg.render(deck_of(p), frame)
+
+
 def page_view(p: CheckpointParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace), "iteration_chart": view.iteration_chart(trace),
-            "model": trace.model, "presets": PRESETS}
+    return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
+            "iteration_chart": view.iteration_chart(trace), "model": trace.model,
+            "presets": PRESETS}
 
 
 def form_view() -> dict:
@@ -77,7 +93,10 @@ def form_view() -> dict:
 
 
 def export_view(p, trace, frame: int) -> dict:
-    return export_context(view.build_deck(trace, upto=frame), trace, frame)
+    context = export_context(deck_of(p), trace, frame)
+    return {"deck_svg": checkpointing_svg.render(context["deck"], frame, standalone=True,
+                                                 caption=tuple(context["caption"]),
+                                                 style=deck_style(standalone=True))}
 
 
 SCENE = Scene(

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated
 
+from markupsafe import Markup
 from pydantic import Field, model_validator
 
 from app.params import (Dp, Invalid, LearningRate, Optimizer, ParamCount, Precision,
                         SceneParams, Seed, Steps, WeightDecay)
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim import model_states
 from app.sim.models import PRESETS
 from app.sim.optimizer import SIMULATED, divergence, simulate
-from app.templating import export_context
+from app.templating import deck_style, export_context
 from app.verify.optimizer import CHECK
 from app.views import optimizer as view
+from app.views import optimizer_svg
 
 VectorSize = Annotated[int, Field(ge=2, le=12, description="parameters in the vector")]
 Decay = Annotated[float, Field(ge=0, lt=1, description="a decay rate in [0, 1)")]
@@ -63,8 +66,21 @@ OPTIMIZER_NAMES = {"sgd": "SGD", "momentum": "SGD with momentum", "adam": "Adam"
 STAGES = ("baseline (DDP)", "P_os · ZeRO-1", "P_os+g · ZeRO-2", "P_os+g+p · ZeRO-3")
 
 
+@lru_cache(maxsize=64)
+def deck_of(p: OptimizerParams) -> view.OptimizerDeck:
+    """The deck's geometry, every frame (cached: decks are pure functions of params)."""
+    return view.build_deck(trace_of(SCENE, p))
+
+
+@lru_cache(maxsize=64)
+def deck_svg(p: OptimizerParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first; later frames wait in a template."""
+    return optimizer_svg.render(deck_of(p), frame)
+
+
 def page_view(p: OptimizerParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace), "bytes_table": bytes_table(p),
+    return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
+            "bytes_table": bytes_table(p),
             "zero_rows": zero_rows(p, trace), "torch_code": torch_code(p),
             "torchrun": torchrun_command(p), "names": OPTIMIZER_NAMES,
             "verify_world": CHECK.world(p)}
@@ -81,7 +97,10 @@ def form_view() -> dict:
 
 
 def export_view(p, trace, frame: int) -> dict:
-    return export_context(view.build_deck(trace, upto=frame), trace, frame)
+    context = export_context(deck_of(p), trace, frame)
+    return {"deck_svg": optimizer_svg.render(context["deck"], frame, standalone=True,
+                                             caption=tuple(context["caption"]),
+                                             style=deck_style(standalone=True))}
 
 
 def bytes_table(p: OptimizerParams) -> list[dict]:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated, Literal
 
+from markupsafe import Markup
 from pydantic import Field, model_validator
 
 from app.params import Invalid, SceneParams, Seed, Steps
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim.number_formats import FORMATS, KEYS, overflows
 from app.sim.precision import simulate
-from app.templating import export_context
+from app.templating import deck_style, export_context
 from app.views import precision as view
+from app.views import precision_svg
 
 FP32_MAX = 3.4028234663852886e38
 Value = Annotated[float, Field(ge=-FP32_MAX, le=FP32_MAX, description="a number to encode")]
@@ -50,9 +53,26 @@ class PrecisionParams(SceneParams):
 FORMAT_CHOICES = [(k, FORMATS[k].label) for k in KEYS]
 
 
+@lru_cache(maxsize=64)
+def deck_of(p: PrecisionParams) -> view.ScaleDeck:
+    """The loss-scaling deck's geometry, every frame (cached: a pure function of params)."""
+    return view.scale_deck(trace_of(SCENE, p))
+
+
+@lru_cache(maxsize=64)
+def figures(p: PrecisionParams, frame: int) -> tuple[Markup, Markup, Markup]:
+    """The page's drawings: the bits, the loss-scaling deck showing ``frame`` first, and the
+    gradients against every format's range."""
+    trace = trace_of(SCENE, p)
+    return (precision_svg.bits_svg(view.bits_figure(trace)),
+            precision_svg.scale_svg(deck_of(p), frame),
+            precision_svg.range_svg(view.range_figure(trace)))
+
+
 def page_view(p: PrecisionParams, trace, frame: int) -> dict:
-    return {"deck": view.scale_deck(trace), "bits": view.bits_figure(trace),
-            "ranges": view.range_figure(trace), "formats": [FORMATS[k] for k in KEYS],
+    bits, deck, ranges = figures(p, frame)
+    return {"bits_svg": bits, "deck_svg": deck, "ranges_svg": ranges,
+            "deck_title": deck_of(p).title, "formats": [FORMATS[k] for k in KEYS],
             "focus": FORMATS[p.format], "fp8_labels": {k: f.label for k, f in FORMATS.items()},
             "skipped": sum(s.found_inf for s in trace.scale_steps)}
 
@@ -62,7 +82,10 @@ def form_view() -> dict:
 
 
 def export_view(p, trace, frame: int) -> dict:
-    return export_context(view.scale_deck(trace, upto=frame), trace, frame)
+    context = export_context(deck_of(p), trace, frame)
+    return {"deck_svg": precision_svg.scale_svg(context["deck"], frame, standalone=True,
+                                                caption=tuple(context["caption"]),
+                                                style=deck_style(standalone=True))}
 
 
 SCENE = Scene(

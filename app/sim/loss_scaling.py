@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim.number_formats import FORMATS, fractions, round_to
+from app.sim.number_formats import FORMATS, fractions, fractions_per_row, round_to
 
 GROWTH_FACTOR, BACKOFF_FACTOR = 2.0, 0.5
 FP32_MAX = float(np.finfo(np.float32).max)
@@ -63,21 +63,30 @@ def update_scale(scale: float, growth_tracker: int, found_inf: bool,
     return scale, clean
 
 
-def dynamic_loss_scaling(gradients: list[np.ndarray], init_scale: float,
+def dynamic_loss_scaling(gradients, init_scale: float,
                          growth_interval: int) -> tuple[ScaleStep, ...]:
-    """Run the rule over one gradient tensor per step; each is scaled and rounded to FP16."""
+    """Run the rule over one gradient tensor per step (rows of ``gradients``); each is scaled
+    and rounded to FP16.
+
+    S is a power of two, so |S·g| = S·|g| exactly and the largest |S·g| is S times the
+    largest |g|; rounding is monotonic, so a step overflows exactly when its largest value
+    rounds past FP16's largest. The rule itself only needs those, step after step; how many
+    values flush to zero or turn subnormal is then counted for every step at once."""
     fp16 = FORMATS["fp16"]
+    grads = np.asarray(gradients, dtype=np.float64)
+    largest = np.maximum(grads.max(axis=1), -grads.min(axis=1))   # max |g| per step
     scale, tracker = init_scale, 0
-    out = []
-    for t, g in enumerate(gradients, start=1):
-        scaled = g * scale                                  # float64: exact up to rounding
-        share = fractions(scaled, fp16)
-        found_inf = share["overflow"] > 0
+    rule = []
+    for t, top in enumerate(largest.tolist(), start=1):
+        max_scaled = top * scale                            # float64: exact up to rounding
+        found_inf = not np.isfinite(round_to([max_scaled], fp16)[0])
         after, tracker = update_scale(scale, tracker, found_inf, growth_interval)
-        out.append(ScaleStep(t, scale, float(np.abs(scaled).max()), found_inf,
-                             share["underflow"], share["subnormal"], after, tracker))
+        rule.append((t, scale, max_scaled, found_inf, after, tracker))
         scale = after
-    return tuple(out)
+    scales = np.array([r[1] for r in rule])
+    shares = fractions_per_row(grads * scales[:, np.newaxis], fp16)
+    return tuple(ScaleStep(t, s, m, inf, under, sub, after, tr)
+                 for (t, s, m, inf, after, tr), (under, sub) in zip(rule, shares))
 
 
 @dataclass(frozen=True)

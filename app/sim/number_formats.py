@@ -195,3 +195,24 @@ def fractions(values: np.ndarray, fmt: Format) -> dict[str, float]:
             "subnormal": float(np.sum(finite & (magnitude > 0)
                                       & (magnitude < fmt.min_normal)) / n),
             "overflow": float(np.sum(~finite) / n)}
+
+
+def fractions_per_row(rows: np.ndarray, fmt: Format) -> list[tuple[float, float]]:
+    """:func:`fractions`' underflow and subnormal shares for every row of ``rows`` at once."""
+    rows = np.asarray(rows, dtype=np.float64)
+    nonzero = rows != 0
+    n = np.maximum(1, np.count_nonzero(nonzero, axis=1))
+    if fmt.dtype is np.float16:
+        # read off FP16's own bits: |x| is zero when all 15 are 0, subnormal while the
+        # exponent field is 0 (below 0x0400), inf or NaN from 0x7c00 up
+        with np.errstate(over="ignore"):
+            bits = rows.astype(np.float16).view(np.uint16) & 0x7FFF
+        under = np.count_nonzero((bits == 0) & nonzero, axis=1) / n
+        sub = np.count_nonzero((bits > 0) & (bits < 0x0400), axis=1) / n
+    else:
+        rounded = round_to(rows, fmt)
+        magnitude = np.abs(rounded)
+        under = np.count_nonzero((rounded == 0) & nonzero, axis=1) / n
+        sub = np.count_nonzero(np.isfinite(rounded) & (magnitude > 0)
+                               & (magnitude < fmt.min_normal), axis=1) / n
+    return list(zip(under.tolist(), sub.tolist()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -53,11 +54,41 @@ class Histogram:
         return {"log2_low": self.low, "log2_high": self.high, "counts": list(self.counts)}
 
 
+def binades(values: np.ndarray) -> np.ndarray:
+    """⌊log2 |x|⌋ of every value, exactly (frexp's exponent: x = m·2^e with ½ ≤ |m| < 1)."""
+    return np.frexp(values)[1] - 1
+
+
 def histogram(values: np.ndarray, low: int, high: int) -> Histogram:
-    magnitude = np.abs(values[values != 0])
-    exponents = np.floor(np.log2(magnitude)).astype(int)
-    counts = np.bincount(np.clip(exponents, low, high - 1) - low, minlength=high - low)
-    return Histogram(low, tuple(int(c) for c in counts))
+    return histograms(values[np.newaxis], low, high)[0]
+
+
+def histograms(rows: np.ndarray, low: int, high: int,
+               shifts: np.ndarray | None = None) -> tuple[Histogram, ...]:
+    """One histogram per row of ``rows`` (steps, samples), counted in one pass; with
+    ``shifts`` (one integer per row), of the rows multiplied by 2^shift — exactly the
+    binades shifted, as multiplying by a power of two moves every value by whole binades.
+
+    A normal float64's binade is its biased exponent field (bits 52–62) minus 1023, read
+    straight off its bits; zeros are left out, and subnormal float64s (below 2^-1022, which
+    no gradient here comes near) go through frexp."""
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    steps, bins = len(rows), high - low
+    offsets = -1023 - low + (np.zeros(steps, dtype=np.int64) if shifts is None
+                             else np.asarray(shifts, dtype=np.int64))
+    index = rows.view(np.int64) >> 52
+    index &= 0x7FF
+    nonzero = None
+    if not index.all():                          # zeros, or float64 subnormals
+        nonzero = rows != 0
+        if (nonzero & (index == 0)).any():
+            index = binades(rows) + 1023
+    index += offsets[:, np.newaxis]
+    np.clip(index, 0, bins - 1, out=index)
+    index += bins * np.arange(steps)[:, np.newaxis]
+    index = index.ravel() if nonzero is None else index[nonzero]
+    counts = np.bincount(index, minlength=bins * steps).reshape(steps, bins)
+    return tuple(Histogram(low, tuple(row)) for row in counts.tolist())
 
 
 @dataclass(frozen=True)
@@ -106,11 +137,29 @@ class PrecisionTrace:
 
 def make_gradients(steps: int, center: float, spread: float, seed: int) -> np.ndarray:
     """(steps, SAMPLES) gradients: log10 |g| ~ N(center + wander, spread²), random signs."""
+    wander, z, signs = _draws(steps, seed)
+    g = z * spread                 # (center + spread·z) + wander, in one buffer
+    g += center
+    g += wander
+    np.power(10.0, g, out=g)
+    g *= signs
+    return g
+
+
+@lru_cache(maxsize=8)
+def _draws(steps: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The random numbers behind the gradients, kept per seed so that moving the centre or
+    the spread draws nothing again: each step's wander, standard normals z (N(c, s²) is
+    c + s·z, as numpy's own normal computes it) and signs — the stream of
+    ``rng.normal(0, 0.15, (steps, 1))``, ``rng.normal(c, s, (steps, SAMPLES))`` and
+    ``rng.choice((-1.0, 1.0), (steps, SAMPLES))``, bit for bit."""
     rng = np.random.default_rng(seed)
     wander = rng.normal(0.0, 0.15, size=(steps, 1))
-    exponents = rng.normal(center, spread, size=(steps, SAMPLES)) + wander
-    signs = rng.choice((-1.0, 1.0), size=(steps, SAMPLES))
-    return signs * 10.0 ** exponents
+    z = rng.standard_normal(size=(steps, SAMPLES))
+    signs = np.array((-1.0, 1.0))[rng.integers(0, 2, size=(steps, SAMPLES))]
+    for a in (wander, z, signs):
+        a.flags.writeable = False
+    return wander, z, signs
 
 
 def simulate(p: PrecisionQuery) -> PrecisionTrace:
@@ -118,24 +167,31 @@ def simulate(p: PrecisionQuery) -> PrecisionTrace:
     grads = make_gradients(p.steps, p.grad_center, p.grad_spread, p.seed)
     grads.flags.writeable = False
     first = grads[0]
-    steps = dynamic_loss_scaling(list(grads), 2.0 ** p.init_scale_log2, p.growth_interval)
-    scaled = [g * s.scale for g, s in zip(grads, steps)]
-    low, high = _hist_range([first, *scaled])
+    steps = dynamic_loss_scaling(grads, 2.0 ** p.init_scale_log2, p.growth_interval)
+    # S is a power of two: S·g has g's binade shifted by log2 S, and its extremes are S times
+    # g's, exactly
+    shifts = np.array([math.log2(s.scale) for s in steps]).astype(int)
+    magnitude = np.abs(grads)
+    smallest, largest = magnitude.min(axis=1), magnitude.max(axis=1)
+    if not smallest.all():  # a zero gradient: the smallest non-zero one instead
+        smallest = np.where(grads != 0, magnitude, np.inf).min(axis=1)
+    scales = np.array([s.scale for s in steps])
+    low, high = _hist_range(min(smallest[0], (smallest * scales).min()),
+                            max(largest[0], (largest * scales).max()))
     fp8 = tuple(fp8_quantise(first, key, scaling, p.fp8_margin)
                 for key in ("fp8_e4m3", "fp8_e5m2") for scaling in ("none", "per_tensor"))
+    shares = {k: fractions(first, FORMATS[k]) for k in KEYS}
     return PrecisionTrace(
-        p, encodings, grads, histogram(first, low, high),
-        {k: fractions(first, FORMATS[k]) for k in KEYS}, steps,
-        tuple(histogram(x, low, high) for x in scaled), (low, high), fp8,
-        _frames(p, steps, fractions(first, FORMATS["fp16"])))
+        p, encodings, grads, histogram(first, low, high), shares, steps,
+        histograms(grads, low, high, shifts), (low, high), fp8,
+        _frames(p, steps, shares["fp16"]))
 
 
-def _hist_range(arrays: list[np.ndarray]) -> tuple[int, int]:
-    """Binades to draw: every value, FP16's whole range (2^-25 … 2^16), a margin of 2."""
-    lows = [np.log2(np.abs(a[a != 0]).min()) for a in arrays]
-    highs = [np.log2(np.abs(a).max()) for a in arrays]
-    low = max(HIST_LOW, min(-26, math.floor(min(lows)) - 2))
-    high = min(HIST_HIGH, max(18, math.ceil(max(highs)) + 2))
+def _hist_range(smallest: float, largest: float) -> tuple[int, int]:
+    """Binades to draw: from the smallest to the largest non-zero |value| (2^-25 … 2^16,
+    FP16's whole range, at least), with a margin of 2."""
+    low = max(HIST_LOW, min(-26, math.floor(np.log2(smallest)) - 2))
+    high = min(HIST_HIGH, max(18, math.ceil(np.log2(largest)) + 2))
     return low, high
 
 

@@ -28,10 +28,15 @@ STATE_WORDS = {"full": "all activations", "selective": "all but attention scores
 
 @dataclass(frozen=True)
 class LayerCell:
+    layer: int       # 0-based
     x: float
     w: float
     fill: str        # colour, "" (nothing held) or "done"
-    title: str
+    word: str        # what it holds, for its hover text
+
+    @property
+    def title(self) -> str:
+        return f"layer {self.layer + 1}: {self.word}"
 
 
 @dataclass(frozen=True)
@@ -129,9 +134,9 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
     pad = 1.0 if cell_w >= 4 else 0.0
 
     def cell(layer: int, state: str) -> LayerCell:
-        return LayerCell(round(STRIP_LEFT + layer * cell_w + pad, 2),
+        return LayerCell(layer, round(STRIP_LEFT + layer * cell_w + pad, 2),
                          round(cell_w - 2 * pad, 2), STATE_FILLS[state],
-                         f"layer {layer + 1}: {STATE_WORDS.get(state, 'nothing held')}")
+                         STATE_WORDS.get(state, "nothing held"))
 
     def boxes(layers: list[int]) -> tuple[tuple[float, float], ...]:
         runs: list[list[int]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from app.sim.optimizer import OptimizerTrace
 from app.views.palette import ramp, text_on
@@ -30,15 +31,16 @@ derived (transient) rows take a paler tint of their state."""
 
 
 @dataclass(frozen=True)
-class Cell:
-    x: float
-    y: float
-    w: float
-    h: float
-    fill: str          # "" → an undefined value (dashed outline over the background)
+class RowCells:
+    """One row of one frame: a cell per parameter, with its number and its hover text."""
+
+    label: str
+    y: float           # top of the row's cells
+    fill: str
     ink: str
-    text: str
-    title: str
+    dtype: str
+    texts: tuple[str, ...]      # as shown; "" → not computed yet (a dashed outline and a dash)
+    exact: tuple[str, ...]      # the value in full, for its hover text
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class FrameView:
     index: int
     header: str
     formula: str
-    cells: tuple[Cell, ...]
+    rows: tuple[RowCells, ...]
     outlines: tuple[tuple[float, float, float, float], ...]
     segment: Segment | None
 
@@ -102,6 +104,9 @@ class OptimizerDeck:
     chart_grid: tuple[float, ...]
     chart_title: str
     font: float
+    cell_xs: tuple[float, ...]   # left edge of each column's cells
+    cell_w: float
+    cell_h: float
 
 
 def short_number(x: float, chars: int) -> str:
@@ -132,14 +137,21 @@ def build_deck(trace: OptimizerTrace, upto: int | None = None) -> OptimizerDeck:
     xs = [GRID_LEFT + j * col_w for j in range(n)]
     ys = [top + i * row_h for i in range(len(rows))]
 
-    def cell(i: int, j: int, value: float) -> Cell:
+    w, h = round(col_w - 2 * pad, 1), round(row_h - 2 * pad, 1)
+
+    def row_cells(i: int, values) -> RowCells:
         row = rows[i]
-        x, y, w, h = xs[j] + pad, ys[i] + pad, col_w - 2 * pad, row_h - 2 * pad
-        if math.isnan(value):
-            return Cell(x, y, w, h, "", "", "—", f"{row.label}[{j}]: not computed yet")
         fill = _fill(row.key)
-        return Cell(x, y, w, h, fill, text_on(fill), short_number(value, chars),
-                    f"{row.label}[{j}] = {value:.9g} ({row.dtype})")
+        texts, exact = [], []
+        for value in values.tolist():
+            if math.isnan(value):
+                texts.append("")
+                exact.append("")
+            else:
+                texts.append(short_number(value, chars))
+                exact.append(f"{value:.9g}")
+        return RowCells(row.label, round(ys[i] + pad, 1), fill, _ink(fill), row.dtype,
+                        tuple(texts), tuple(exact))
 
     chart = _loss_chart(trace)
     frames = []
@@ -147,15 +159,14 @@ def build_deck(trace: OptimizerTrace, upto: int | None = None) -> OptimizerDeck:
     for k in range(last + 1):
         f = trace.frames[k]
         values = trace.values[k]
-        keys = ([r.key for r in rows] if k == 0 else
-                [r.key for r in rows if r.key in trace.changed[k]])
         cells, outlines = [], []
         for i, row in enumerate(rows):
-            if row.key not in keys:
+            if k and row.key not in trace.changed[k]:
                 continue
-            cells += [cell(i, j, float(values[i, j])) for j in range(n)]
+            cells.append(row_cells(i, values[i]))
             if k:
-                outlines.append((GRID_LEFT - 2, ys[i] - 1, n * col_w + 4, row_h + 2))
+                outlines.append((GRID_LEFT - 2, round(ys[i] - 1, 1), round(n * col_w + 4, 1),
+                                 round(row_h + 2, 1)))
         segment = chart["segments"].get(k)
         header = ("Before the first step" if k == 0 else
                   f"Step {f.step} of {n_steps} · {f.phase}")
@@ -173,7 +184,8 @@ def build_deck(trace: OptimizerTrace, upto: int | None = None) -> OptimizerDeck:
     return OptimizerDeck(
         WIDTH, HEIGHT, f"{_NAMES[p.optimizer]} · {precision} · {n} parameters",
         columns, labels, tuple(frames), bar, BOTTOM_TOP + 58, bar_title, bar_note, span,
-        chart["box"], chart["ticks"], chart["grid"], chart["title"], font)
+        chart["box"], chart["ticks"], chart["grid"], chart["title"], font,
+        tuple(round(x + pad, 1) for x in xs), w, h)
 
 
 def formula(phase: str, optimizer: str, precision: str) -> str:
@@ -197,6 +209,10 @@ def formula(phase: str, optimizer: str, precision: str) -> str:
 _NAMES = {"sgd": "SGD", "momentum": "SGD + momentum", "adam": "Adam", "adamw": "AdamW"}
 
 
+_ink = lru_cache(maxsize=64)(text_on)
+
+
+@lru_cache(maxsize=64)
 def _fill(key: str) -> str:
     return ramp((ROW_COLOURS[key], "#ffffff"), 0.35)
 

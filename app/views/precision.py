@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
+from functools import lru_cache
 
 from app.sim.number_formats import FORMATS, KEYS
 from app.sim.precision import Histogram, PrecisionTrace
@@ -24,11 +26,13 @@ ZONE_WORDS = {"underflow": "flushed to 0", "subnormal": "subnormal: fewer bits",
               "normal": "normal", "overflow": "overflow → inf"}
 
 
+@lru_cache(maxsize=1024)
 def pow2(k: float) -> str:
     """2^k as a slide would print it: 2¹⁶, 2⁻²⁴."""
     return "2" + str(int(k)).translate(SUPERSCRIPT) if float(k).is_integer() else f"2^{k:g}"
 
 
+@lru_cache(maxsize=64)
 def tint(colour: str, t: float = 0.72) -> str:
     return ramp((colour, "#ffffff"), t)
 
@@ -125,14 +129,21 @@ def _error(enc) -> str:
 
 # --- 2. gradients against every format's range -----------------------------------------------
 
-@dataclass(frozen=True)
-class Bar:
+class Bar(NamedTuple):
+    """One histogram bar: the values in binade [2^e, 2^(e+1)) (a tuple: a deck has a
+    thousand of them)."""
+
     x: float
     y: float
     w: float
     h: float
     fill: str
-    title: str
+    e: int
+    count: int
+
+    @property
+    def title(self) -> str:
+        return f"{binade_label(self.e)}: {self.count} values"
 
 
 @dataclass(frozen=True)
@@ -172,6 +183,8 @@ class Axis:
 
     def __init__(self, low: int, high: int, left: float, right: float):
         self.low, self.high, self.left, self.right = low, high, left, right
+        self.binades = [self(e) for e in range(low, high + 1)]
+        """the pixel of every whole binade, low to high (what histogram bars start at)"""
 
     def __call__(self, log2: float) -> float:
         log2 = min(max(log2, self.low), self.high)
@@ -188,15 +201,20 @@ class Axis:
 def _bars(h: Histogram, axis: Axis, base: float, height: float, peak: int,
           colour_of) -> tuple[Bar, ...]:
     out = []
-    w = axis(1) - axis(0)
+    w = round(axis(1) - axis(0) - 1, 1)
     for k, count in enumerate(h.counts):
         if not count:
             continue
         e = h.low + k
         bar_h = max(2.0, height * count / peak)
-        out.append(Bar(axis(e), round(base - bar_h, 1), round(w - 1, 1), round(bar_h, 1),
-                       colour_of(e), f"{pow2(e)} ≤ |x| < {pow2(e + 1)}: {count} values"))
+        x = axis.binades[e - axis.low] if axis.low <= e <= axis.high else axis(e)
+        out.append(Bar(x, round(base - bar_h, 1), w, round(bar_h, 1), colour_of(e), e, count))
     return tuple(out)
+
+
+@lru_cache(maxsize=512)
+def binade_label(e: int) -> str:
+    return f"{pow2(e)} ≤ |x| < {pow2(e + 1)}"
 
 
 def range_figure(trace: PrecisionTrace) -> RangeFigure:
@@ -271,6 +289,10 @@ class ScaleDeck:
     legend: tuple[tuple[float, str, str], ...]
 
 
+def _zone_colour(e: int) -> str:
+    return ZONE_COLOURS[zone_of(e)]
+
+
 def zone_of(e: int) -> str:
     """FP16's zone of the binade [2^e, 2^(e+1))."""
     if e < -24:
@@ -316,7 +338,7 @@ def scale_deck(trace: PrecisionTrace, upto: int | None = None) -> ScaleDeck:
     for k in range(1, last + 1):
         s = trace.scale_steps[k - 1]
         h = trace.scaled_histograms[k - 1]
-        bars = _bars(h, axis, base, height, peak, lambda e: ZONE_COLOURS[zone_of(e)])
+        bars = _bars(h, axis, base, height, peak, _zone_colour)
         previous = (tx(k - 1), ty(math.log2(trace.scale_steps[k - 2].scale))) if k > 1 else None
         point = Point(tx(k), ty(math.log2(s.scale)), s.found_inf,
                       f"M{previous[0]},{previous[1]} L{tx(k)},{ty(math.log2(s.scale))}"

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from app.params import ParamsError, parse
 from app.routes.precision import PrecisionParams
 from app.sim.loss_scaling import dynamic_loss_scaling, fp8_quantise, update_scale
-from app.sim.number_formats import FORMATS, KEYS, encode, fractions, ieee_max, round_to
-from app.sim.precision import make_gradients, simulate
+from app.sim.number_formats import (FORMATS, KEYS, encode, fractions, fractions_per_row,
+                                    ieee_max, round_to)
+from app.sim.precision import SAMPLES, histogram, histograms, make_gradients, simulate
 
 
 def params(**query) -> PrecisionParams:
@@ -221,3 +222,52 @@ def test_any_accepted_input_is_finite_and_fast(value, key, center, spread, steps
     data = simulate(p).to_dict()
     assert time.perf_counter() - start < 0.5
     json.dumps(data, allow_nan=False)
+
+
+# --- the fast paths give what the plain definitions give -------------------------------------
+
+def awkward_rows() -> np.ndarray:
+    """Rows of gradients plus the values where rounding and binning change: zeros, each
+    format's smallest subnormal and half of it, its smallest normal and just below, its largest
+    and just past it, powers of two and their neighbours."""
+    special = [0.0, -0.0, 1.0, 2.0, 0.5, -4.0, np.nextafter(2.0, 0), np.nextafter(0.5, 1)]
+    for f in FORMATS.values():
+        special += [f.min_subnormal, f.min_subnormal / 2, -f.min_normal,
+                    np.nextafter(f.min_normal, 0), f.max, -np.nextafter(f.max, np.inf),
+                    f.max * (1 + 2.0 ** -12)]
+    g = make_gradients(3, -5, 3, 11)[:, :300]
+    return np.concatenate([g, np.tile(special, (3, 1))], axis=1)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_fractions_per_row_are_fractions_of_each_row(key):
+    rows = awkward_rows() * np.array([[1.0], [2.0**10], [2.0**-20]])
+    for row, (under, sub) in zip(rows, fractions_per_row(rows, FORMATS[key])):
+        share = fractions(row, FORMATS[key])
+        assert (under, sub) == (share["underflow"], share["subnormal"])
+
+
+def test_shifted_histograms_are_histograms_of_the_scaled_rows():
+    """Multiplying by 2^k moves every value exactly k binades; each value's binade is
+    ⌊log2 |x|⌋ — frexp's exponent minus one, which a rounded log2 gets wrong one ulp below a
+    power of two — zeros left out, the ends clipped into the first and last bins."""
+    rows = awkward_rows()
+    shifts = np.array([0, 16, -9])
+    for low, high in ((-40, 20), (-150, 130)):
+        got = histograms(rows, low, high, shifts)
+        for row, shift, h in zip(rows, shifts, got):
+            scaled = row * 2.0 ** int(shift)
+            assert h == histogram(scaled, low, high)
+            nonzero = np.abs(scaled[scaled != 0])
+            exponents = np.array([math.frexp(v)[1] - 1 for v in nonzero])
+            expected = np.bincount(np.clip(exponents, low, high - 1) - low, minlength=high - low)
+            assert h.counts == tuple(expected.tolist())
+
+
+def test_gradients_are_numpys_normal_and_choice_streams():
+    """The cached draws reproduce rng.normal(c, s) and rng.choice bit for bit."""
+    rng = np.random.default_rng(5)
+    wander = rng.normal(0.0, 0.15, size=(4, 1))
+    exponents = rng.normal(-3.3, 1.7, size=(4, SAMPLES)) + wander
+    signs = rng.choice((-1.0, 1.0), size=(4, SAMPLES))
+    assert np.array_equal(make_gradients(4, -3.3, 1.7, 5), signs * 10.0 ** exponents)
