@@ -57,34 +57,39 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     return Markup("".join(out))
 
 
+def _text(attrs: str, spans: list[str]) -> str:
+    """One ``<text>`` holding several labels, each a ``<tspan>`` placed on its own: a browser
+    lays out a text element at a cost that dwarfs its spans'."""
+    return f"<text {attrs}>{''.join(spans)}</text>" if spans else ""
+
+
 def _grid_frame(deck: Deck) -> list[str]:
     """What every frame shares: the ring of ranks, the grid's labels and separators, and the
     memory panel's title and DDP's outline for scale."""
     first = deck.ring[0]
     out = [f'<text class="muted" x="{first.x}" y="{round(first.y - first.r - 14, 1)}" '
            f'text-anchor="middle" font-size="15">ranks</text>']
+    out += [f'<circle cx="{n.x}" cy="{n.y}" r="{n.r}" fill="{n.fill}" class="node" '
+            f'data-tip="rank {n.rank}"/>' for n in deck.ring]
     size = min(round(first.r * 0.9, 1), 16)
-    out.append(f'<g text-anchor="middle" font-weight="700" font-size="{size}">')
-    for n in deck.ring:
-        out.append(f'<circle cx="{n.x}" cy="{n.y}" r="{n.r}" fill="{n.fill}" class="node" '
-                   f'data-tip="rank {n.rank}"/><text x="{n.x}" y="{n.y}" dy="0.35em" '
-                   f'fill="{n.ink}">{n.rank}</text>')
-    out.append("</g>")
+    out.append(_text(f'text-anchor="middle" font-weight="700" font-size="{size}"',
+                     [f'<tspan x="{n.x}" y="{n.y}" dy="0.35em" fill="{n.ink}">{n.rank}</tspan>'
+                      for n in deck.ring]))
     for lb in deck.ellipsis:
         out.append(f'<text class="ink" x="{lb.x}" y="{lb.y}" text-anchor="middle" '
                    f'font-size="{lb.size}">{lb.text}</text>')
     if deck.row_labels:
-        out.append(f'<g class="muted" text-anchor="end" font-size="{deck.row_labels[0].size}">')
-        out += [f'<text x="{lb.x}" y="{lb.y}" dy="0.35em">{lb.text}</text>'
-                for lb in deck.row_labels]
-        out.append("</g>")
-    out.append('<g class="ink" text-anchor="middle" font-weight="600">')
-    out += [f'<text x="{lb.x}" y="{lb.y}" font-size="{lb.size}">{lb.text}</text>'
-            for lb in deck.unit_labels]
-    out.append('</g><g text-anchor="middle" font-weight="700" font-size="13">')
-    out += [f'<text x="{lb.x}" y="{lb.y}" fill="{lb.colour}">{lb.text}</text>'
-            for lb in deck.shard_labels]
-    out.append('</g><g class="axis-line" stroke-dasharray="3 3">')
+        out.append(_text(f'class="muted" text-anchor="end" '
+                         f'font-size="{deck.row_labels[0].size}"',
+                         [f'<tspan x="{lb.x}" y="{lb.y}" dy="0.35em">{lb.text}</tspan>'
+                          for lb in deck.row_labels]))
+    out.append(_text('class="ink" text-anchor="middle" font-weight="600"',
+                     [f'<tspan x="{lb.x}" y="{lb.y}" font-size="{lb.size}">{lb.text}</tspan>'
+                      for lb in deck.unit_labels]))
+    out.append(_text('text-anchor="middle" font-weight="700" font-size="13"',
+                     [f'<tspan x="{lb.x}" y="{lb.y}" fill="{lb.colour}">{lb.text}</tspan>'
+                      for lb in deck.shard_labels]))
+    out.append('<g class="axis-line" stroke-dasharray="3 3">')
     out += [f'<line x1="{x}" x2="{x}" y1="{y0}" y2="{y1}"/>' for x, y0, y1 in deck.separators]
     out.append("</g>")
     bx, bw = deck.bar
@@ -92,9 +97,9 @@ def _grid_frame(deck: Deck) -> list[str]:
     out.append(f'<text class="ink" x="{bx - 20}" y="108" font-size="17" font-weight="700">'
                f'{deck.panel_title[0]}</text><text class="muted" x="{bx - 20}" y="130" '
                f'font-size="14">{deck.panel_title[1]}</text>'
-               f'<rect x="{bx}" y="{gy}" width="{bw}" height="{gh}" fill="none" class="cursor"/>'
                f'<text class="muted" x="{bx + bw / 2}" y="{round(gy - 8, 1)}" '
-               f'text-anchor="middle" font-size="14">{glabel}</text>')
+               f'text-anchor="middle" font-size="14">{glabel}</text>'
+               f'<rect x="{bx}" y="{gy}" width="{bw}" height="{gh}" fill="none" class="cursor"/>')
     return out
 
 
@@ -112,10 +117,9 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
                        f'opacity="0.3"{tip}/>')
         else:
             out.append(f'<rect {box} fill="{c.fill}"{tip}/>')
-    for n in f.numbers:                      # anchor, weight and colour from the group
-        out.append(f'<g class="cn {n.ink}">'
-                   + "".join(f'<text x="{x}" y="{y}">{text}</text>' for x, y, text in n.at)
-                   + "</g>")
+    for n in f.numbers:                      # anchor, weight and colour from the cn classes
+        out.append(_text(f'class="cn {n.ink}"', [f'<tspan x="{x}" y="{y}">{text}</tspan>'
+                                                 for x, y, text in n.at]))
     if not standalone or f.index == current:
         out += _overlays(deck, f)
     out.append("</g>")
@@ -127,24 +131,28 @@ def _overlays(deck: Deck, f: FrameView) -> list[str]:
     notes and the header."""
     bx, bw = deck.bar
     out = ['<g class="only-current">']
-    for s in f.segments:
-        out.append(f'<rect x="{bx}" y="{s.y}" width="{bw}" height="{s.h}" fill="{s.colour}"/>'
-                   f'<text class="ink" x="{bx + bw + 10}" y="{s.ly}" font-size="14">{s.label}'
-                   f'</text>')
+    out += [f'<rect x="{bx}" y="{s.y}" width="{bw}" height="{s.h}" fill="{s.colour}"/>'
+            for s in f.segments]
+    out.append(_text('class="ink" font-size="14"',
+                     [f'<tspan x="{bx + bw + 10}" y="{s.ly}">{s.label}</tspan>'
+                      for s in f.segments]))
     out.append(f'<text class="ink" x="{bx - 20}" y="596" font-size="17" font-weight="700">'
                f'total {f.memory_total}</text>')
-    out += [f'<text class="muted" x="{bx - 20}" y="{620 + k * 20}" font-size="14">{line}</text>'
-            for k, line in enumerate(f.sent_text)]
-    out.append('</g><g class="only-current arrows">')
-    for a in f.arrows:
-        dash = ' stroke-dasharray="10 6"' if a.dashed else ""
-        out.append(f'<g class="arrow"><path d="{a.d}" fill="none" stroke="{a.colour}" '
-                   f'stroke-width="3.5"{dash} stroke-linecap="round"/>'
-                   f'<polygon points="{a.head}" fill="{a.colour}"/></g>')
-    out.append('</g><g class="only-current">')
-    out += [f'<text class="ink halo-bg" x="{n.x}" y="{n.y}" font-size="{n.size}">{n.text}</text>'
-            for n in f.notes]
-    out.append('</g><text class="only-current ink step-header" x="22" y="36" font-size="24" '
+    out.append(_text('class="muted" font-size="14"',
+                     [f'<tspan x="{bx - 20}" y="{620 + k * 20}">{line}</tspan>'
+                      for k, line in enumerate(f.sent_text)]))
+    out.append(_text('class="ink halo-bg" font-size="14"',
+                     [f'<tspan x="{n.x}" y="{n.y}">{n.text}</tspan>' for n in f.notes]))
+    out.append("</g>")
+    if f.arrows:
+        out.append('<g class="only-current arrows">')
+        for a in f.arrows:
+            dash = ' stroke-dasharray="10 6"' if a.dashed else ""
+            out.append(f'<g class="arrow"><path d="{a.d}" fill="none" stroke="{a.colour}" '
+                       f'stroke-width="3.5"{dash} stroke-linecap="round"/>'
+                       f'<polygon points="{a.head}" fill="{a.colour}"/></g>')
+        out.append("</g>")
+    out.append('<text class="only-current ink step-header" x="22" y="36" font-size="24" '
                f'font-weight="700">{f.header}</text>')
     return out
 
@@ -163,7 +171,8 @@ def _legend(deck: Deck) -> list[str]:
             faded = ' opacity="0.3"' if kind == "stale" else ""
             out.append(f'<rect x="{x}" y="684" width="22" height="16" fill="{colour}"{faded} '
                        f'rx="2"/>')
-        out.append(f'<text class="muted" x="{round(x + 28, 1)}" y="697" font-size="14">{text}'
-                   f'</text>')
+    out.append(_text('class="muted" y="697" font-size="14"',
+                     [f'<tspan x="{round(x + 28, 1)}">{text}</tspan>'
+                      for _, text, x, _ in deck.legend]))
     out.append("</g>")
     return out
