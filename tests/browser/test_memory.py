@@ -37,7 +37,8 @@ def test_slider_keyboard_and_preset(page):
     assert page.locator('svg.deck g.frame[data-frame="2"]:not([display="none"])').count() == 0
     assert "frame=1" in page.url
     page.keyboard.press("ArrowRight")
-    assert page.locator('svg.deck g.frame[data-frame="2"]').get_attribute("class") == "frame current"
+    assert page.locator('svg.deck g.frame[data-frame="2"]').get_attribute("class") \
+        == "frame current"
     page.keyboard.press("ArrowLeft")
 
     # a preset empties the shape fields and shows its own values as placeholders
