@@ -118,8 +118,12 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
         else:
             out.append(f'<rect {box} fill="{c.fill}"{tip}/>')
     for n in f.numbers:                      # anchor, weight and colour from the cn classes
-        out.append(_text(f'class="cn {n.ink}"', [f'<tspan x="{x}" y="{y}">{text}</tspan>'
-                                                 for x, y, text in n.at]))
+        if standalone:      # a text each: an editor may not pass the centring on to tspans
+            out += [f'<text class="cn {n.ink}" x="{x}" y="{y}">{text}</text>'
+                    for x, y, text in n.at]
+        else:
+            out.append(_text(f'class="cn {n.ink}"', [f'<tspan x="{x}" y="{y}">{text}</tspan>'
+                                                     for x, y, text in n.at]))
     if not standalone or f.index == current:
         out += _overlays(deck, f)
     out.append("</g>")
