@@ -121,9 +121,10 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
         if standalone:      # a text each: an editor may not pass the centring on to tspans
             out += [f'<text class="cn {n.ink}" x="{x}" y="{y}">{text}</text>'
                     for x, y, text in n.at]
-        else:
-            out.append(_text(f'class="cn {n.ink}"', [f'<tspan x="{x}" y="{y}">{text}</tspan>'
-                                                     for x, y, text in n.at]))
+        else:               # a span on the same row as the one before keeps its y
+            out.append(_text(f'class="cn {n.ink}"', [
+                f'<tspan x="{x}" y="{y}">{text}</tspan>' if k == 0 or y != n.at[k - 1][1]
+                else f'<tspan x="{x}">{text}</tspan>' for k, (x, y, text) in enumerate(n.at)]))
     if not standalone or f.index == current:
         out += _overlays(deck, f)
     out.append("</g>")
