@@ -148,7 +148,7 @@ def lane_svg(c: LaneChart, label: str = "") -> Markup:
     if c.title:
         out.append(f'<text class="chart-title" x="{c.left}" y="22" font-size="17" '
                    f'font-weight="600">{escape(c.title)}</text>')
-    out.append(f'<text class="ink lane-name" text-anchor="end" font-size="15">'
+    out.append('<text class="ink lane-name" text-anchor="end" font-size="15">'
                + "".join(f'<tspan x="{c.left - 10}" y="{y}" dy="0.35em">{escape(name)}</tspan>'
                          for y, name in c.lanes) + "</text>")
     for b in c.bars:
@@ -160,7 +160,7 @@ def lane_svg(c: LaneChart, label: str = "") -> Markup:
     out.append(f'<line class="axis-line" x1="{c.left}" x2="{c.right}" y1="{y}" y2="{y}"/>')
     out += [f'<line class="axis-line" x1="{x}" x2="{x}" y1="{y}" y2="{y + 6}"/>'
             for x, _ in c.ticks]
-    out.append(f'<text class="muted" text-anchor="middle" font-size="14">'
+    out.append('<text class="muted" text-anchor="middle" font-size="14">'
                + "".join(f'<tspan x="{x}" y="{y + 22}">{label}</tspan>' for x, label in c.ticks)
                + "</text>")
     out += [f'<rect x="{round(x, 1)}" y="{y + 34}" width="22" height="14" fill="{colour}" '

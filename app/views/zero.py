@@ -3,8 +3,8 @@
 real-sized model's memory per GPU on the right, one overlay group per phase of the step.
 
 Layers as in every deck: frame 0 holds the whole starting grid, frame k only the cells phase k
-changed, plus its arrows and notes (``only-current``) and its memory bar (drawn over the
-previous one). Colours: a shard in its owner's colour; a gradient not yet reduced in the colour
+changed, plus what shows only while it is current (``only-current``): its memory bar, arrows,
+notes and header. Colours: a shard in its owner's colour; a gradient not yet reduced in the colour
 of the rank that computed it; the mean gradient dark; stale copies faded; padding hatched;
 what a rank does not hold, dashed.
 """
