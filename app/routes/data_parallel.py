@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import textwrap
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from markupsafe import Markup
 from pydantic import model_validator
 
 from app.params import (AlphaUs, BucketMb, Dp, Dtype, GpuTflops, GpusPerNode, InterNodeGBs,
                         IntraNodeGBs, Invalid, MicroBatch, MlpLayers, MlpWidth, ModelPreset,
                         SceneParams, Seed, TrainSteps)
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim.data_parallel import simulate
 from app.sim.dp_training import too_much
 from app.sim.models import PRESETS
@@ -19,6 +21,7 @@ from app.sim.tiny_mlp import TinyMLP
 from app.templating import deck_style
 from app.verify.data_parallel import CHECK
 from app.views import data_parallel as view
+from app.views import data_parallel_svg
 
 FIRST_SCRIPT = (Path(__file__).resolve().parents[2] / "workers" / "first_ddp.py").read_text()
 Mode = Literal["dp", "ddp", "fsdp"]
@@ -59,8 +62,16 @@ class DataParallelParams(SceneParams):
         return self
 
 
+@lru_cache(maxsize=64)
+def deck_svg(p: DataParallelParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
+    deck = view.build_deck(trace_of(SCENE, p))
+    return data_parallel_svg.render(deck, frame)
+
+
 def page_view(p: DataParallelParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace), **view.panels(trace), "torchrun": torchrun_command(p),
+    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p, trace),
+            **view.panels(trace), "torchrun": torchrun_command(p),
             "first_script": FIRST_SCRIPT, "launch": launch_commands(trace.torchrun()),
             "model_params": PRESETS[p.preset].param_count()}
 
@@ -71,9 +82,10 @@ def form_view() -> dict:
 
 
 def export_view(p: DataParallelParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
-            "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+    return {"deck_svg": data_parallel_svg.render(view.build_deck(trace, upto=frame), frame,
+                                                 standalone=True, caption=caption,
+                                                 style=deck_style(standalone=True))}
 
 
 def launch_commands(info: dict) -> list[str]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from markupsafe import Markup
 from pydantic import field_validator, model_validator
 
 from app.params import (Dp, Ffn, GpuModel, Heads, Hidden, Invalid, KvHeads, Layers, MicroBatch,
                         ModelPreset, Optimizer, ParamCount, Pp, Precision, Recompute, SceneParams,
                         Seq, Tp, Vocab, ZeroStage)
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim.memory import MemoryConfig
 from app.sim.memory_trace import simulate
 from app.sim.models import PRESETS, ModelShape
@@ -106,8 +107,14 @@ def resolve(preset: str, values: tuple[int | None, ...]) -> ModelShape:
                       ffn, vocab or base.vocab, seq or base.seq)
 
 
+@lru_cache(maxsize=64)
+def deck_svg(p: MemoryParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
+    return view.deck_svg(p, trace_of(SCENE, p), frame)
+
+
 def page_view(p: MemoryParams, trace, frame: int) -> dict:
-    return view.page_context(p, trace, frame)
+    return {"deck_svg": deck_svg(p, frame), **view.page_context(p, trace, frame)}
 
 
 def form_view() -> dict:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import textwrap
+from functools import lru_cache
 
+from markupsafe import Markup
 from pydantic import model_validator
 
 from app.params import (AlphaUs, CpuMemGBs, Dp, GpuTflops, GpusPerNode, InterNodeGBs,
                         IntraNodeGBs, Invalid, MicroBatch, MlpLayers, MlpWidth, NvmeGBs, Offload,
                         ParamCount, PcieGBs, SceneParams, Seed, Seq, TrainSteps, ZeroStage)
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim.dp_training import too_much
 from app.sim.tiny_mlp import TinyMLP
 from app.sim.zero import simulate
 from app.templating import deck_style
 from app.verify.zero import CHECK
 from app.views import zero as view
+from app.views import zero_svg
 from app.views.zero_panels import PARAM_COUNTS, panels
 
 class ZeroParams(SceneParams):
@@ -53,8 +56,15 @@ class ZeroParams(SceneParams):
         return self
 
 
+@lru_cache(maxsize=64)
+def deck_svg(p: ZeroParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
+    return zero_svg.render(view.build_deck(trace_of(SCENE, p)), frame)
+
+
 def page_view(p: ZeroParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace), **panels(trace), "torchrun": torchrun_command(p)}
+    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p, trace),
+            **panels(trace), "torchrun": torchrun_command(p)}
 
 
 def form_view() -> dict:
@@ -62,9 +72,10 @@ def form_view() -> dict:
 
 
 def export_view(p: ZeroParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
-            "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+    return {"deck_svg": zero_svg.render(view.build_deck(trace, upto=frame), frame,
+                                        standalone=True, caption=caption,
+                                        style=deck_style(standalone=True))}
 
 
 def torchrun_command(p: ZeroParams) -> str:

@@ -130,13 +130,27 @@ def candidates(c: MemoryConfig, capacity: float) -> list[tuple[str, dict]]:
     return out
 
 
-def suggestions(c: MemoryConfig, led: Ledger) -> tuple[Suggestion, ...]:
+class Peaks:
+    """The peak of each set-up asked for, each computed once: the suggestions and the plan's
+    first round try the same changes."""
+
+    def __init__(self):
+        self.known: dict[MemoryConfig, float] = {}
+
+    def __call__(self, c: MemoryConfig) -> float:
+        if c not in self.known:
+            self.known[c] = ledger(c).peak
+        return self.known[c]
+
+
+def suggestions(c: MemoryConfig, led: Ledger, peak_of=None) -> tuple[Suggestion, ...]:
     """What to change when the peak is over the GPU: each single change that helps, those that
     fit first, then a larger GPU."""
+    peak_of = peak_of or Peaks()
     capacity = GPUS[c.gpu].capacity
     found = []
     for label, changes in candidates(c, capacity):
-        peak = ledger(replace(c, **changes)).peak
+        peak = peak_of(replace(c, **changes))
         if peak < led.peak * 0.995:
             found.append(Suggestion(label, tuple(changes.items()), peak, peak <= capacity))
     found.sort(key=lambda s: (not s.fits, s.peak))
@@ -148,14 +162,15 @@ def suggestions(c: MemoryConfig, led: Ledger) -> tuple[Suggestion, ...]:
     return tuple(found)
 
 
-def plan(c: MemoryConfig, steps: int = 8) -> tuple[Suggestion, ...]:
+def plan(c: MemoryConfig, steps: int = 8, peak_of=None) -> tuple[Suggestion, ...]:
     """Greedy: apply the change that lowers the peak most until it fits (same GPU)."""
+    peak_of = peak_of or Peaks()
     capacity = GPUS[c.gpu].capacity
     taken: list[Suggestion] = []
     changes: dict = {}
-    peak = ledger(c).peak
+    peak = peak_of(c)
     while peak > capacity and len(taken) < steps:
-        options = [(ledger(replace(c, **{**changes, **step})).peak, label, step)
+        options = [(peak_of(replace(c, **{**changes, **step})), label, step)
                    for label, step in candidates(replace(c, **changes), capacity)]
         if not options:
             break

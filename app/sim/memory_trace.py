@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.sim.memory import CATEGORIES, MODEL_STATES, Ledger, MemoryConfig, count, ledger
-from app.sim.memory_fit import (Convention, Fit, Suggestion, deepspeed_comparison, fit, plan,
-                                suggestions)
+from app.sim.memory_fit import (Convention, Fit, Peaks, Suggestion, deepspeed_comparison, fit,
+                                plan, suggestions)
 from app.sim.trace import Frame
 from app.views.plot import human_bytes
 
@@ -73,8 +73,10 @@ def suggestion_dict(s: Suggestion) -> dict:
 def simulate(c: MemoryConfig) -> MemoryTrace:
     led = ledger(c)
     verdict = fit(c, led)
-    helps = suggestions(c, led) if not verdict.fits else ()
-    steps = plan(c) if not verdict.fits else ()
+    peak_of = Peaks()
+    peak_of.known[c] = led.peak
+    helps = suggestions(c, led, peak_of) if not verdict.fits else ()
+    steps = plan(c, peak_of=peak_of) if not verdict.fits else ()
     return MemoryTrace(c, led, verdict, helps, steps, deepspeed_comparison(c),
                        frames(c, led, verdict))
 

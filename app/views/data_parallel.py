@@ -113,9 +113,7 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
     for _, colour, text in legend_items:
         legend.append((x, colour, text))
         x += 40 + len(text) * 8.6
-    title = {"dp": f"DataParallel · {p.dp} GPUs · {p.preset}",
-             "ddp": f"DDP · {p.dp} ranks · {len(t.buckets)} buckets of ≤ {p.bucket_mb:g} MiB · {p.preset}",
-             "fsdp": f"FSDP · {p.dp} ranks · prefetch {'on' if p.prefetch else 'off'} · {p.preset}"}[p.mode]
+    title = deck_title(p, trace)
     strip_title = {"ddp": "DDP's buckets, in the order backward fills them (width = bytes)",
                    "fsdp": f"parameters held gathered beyond this rank's shard (peak "
                            f"{t.peak_gathered_elements / 1e6:.1f} M)",
@@ -124,6 +122,14 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
                 strip_y, strip_h, tuple(frames), tuple(legend), chart.axis_y,
                 _strip_legend(p.mode, strip_y + strip_h + 30), _utilisation(trace, chart),
                 strip_outline=p.mode == "ddp")
+
+
+def deck_title(p, trace: DataParallelTrace) -> str:
+    n = len(trace.timeline.buckets)
+    return {"dp": f"DataParallel · {p.dp} GPUs · {p.preset}",
+            "ddp": f"DDP · {p.dp} ranks · {n} buckets of ≤ {p.bucket_mb:g} MiB · {p.preset}",
+            "fsdp": f"FSDP · {p.dp} ranks · prefetch {'on' if p.prefetch else 'off'} · "
+                    f"{p.preset}"}[p.mode]
 
 
 def _strip_legend(mode: str, y: float) -> tuple[tuple[float, float, str, str], ...]:

@@ -1,6 +1,6 @@
 """Timelines as geometry: one row per lane (a GPU's compute stream, its NCCL stream, a PCIe link
-…), one bar per task, coloured by what the task does. ``templates/_partials/lanes.html`` draws
-a :class:`LaneChart`; decks reuse its bars inside their own SVG.
+…), one bar per task, coloured by what the task does. :func:`lane_svg` draws a
+:class:`LaneChart`; decks reuse its bars inside their own SVG.
 
 Thousands of tiny tasks (one per gradient tensor of a 175 B model) would make a heavy SVG, so
 neighbouring bars of the same kind that touch within half a pixel are merged.
@@ -9,6 +9,9 @@ neighbouring bars of the same kind that touch within half a pixel are merged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
+
+from markupsafe import Markup
 
 from app.sim.timeline import Span
 from app.views.palette import text_on
@@ -133,3 +136,37 @@ def _ticks(end: float, count: int = 6) -> list[float]:
             step *= factor
             break
     return [k * step for k in range(int(end / step) + 1)]
+
+
+def lane_svg(c: LaneChart, label: str = "") -> Markup:
+    """The chart as SVG markup: one row per lane, one bar per task (its hover text on the bar),
+    the time axis and the legend. Labels that share a style are ``<tspan>``s of one ``<text>``:
+    a browser lays out a text element at a cost that dwarfs its spans'."""
+    out = [f'<svg class="chart lanes" viewBox="0 0 {c.width} {c.height}" role="img" '
+           f'aria-label="{escape(label or c.title)}" font-family="\'DejaVu Sans\', Arial, '
+           f'sans-serif">']
+    if c.title:
+        out.append(f'<text class="chart-title" x="{c.left}" y="22" font-size="17" '
+                   f'font-weight="600">{escape(c.title)}</text>')
+    out.append('<text class="ink lane-name" text-anchor="end" font-size="15">'
+               + "".join(f'<tspan x="{c.left - 10}" y="{y}" dy="0.35em">{escape(name)}</tspan>'
+                         for y, name in c.lanes) + "</text>")
+    for b in c.bars:
+        text = (f'<text x="{b.x + 5}" y="{b.y + b.h / 2}" dy="0.35em" font-size="13" '
+                f'fill="{b.ink}">{escape(b.label)}</text>' if b.label else "")
+        out.append(f'<g class="bar" data-tip="{escape(b.title)}"><rect x="{b.x}" y="{b.y}" '
+                   f'width="{b.w}" height="{b.h}" fill="{b.fill}" rx="2"/>{text}</g>')
+    y = c.axis_y
+    out.append(f'<line class="axis-line" x1="{c.left}" x2="{c.right}" y1="{y}" y2="{y}"/>')
+    out += [f'<line class="axis-line" x1="{x}" x2="{x}" y1="{y}" y2="{y + 6}"/>'
+            for x, _ in c.ticks]
+    out.append('<text class="muted" text-anchor="middle" font-size="14">'
+               + "".join(f'<tspan x="{x}" y="{y + 22}">{label}</tspan>' for x, label in c.ticks)
+               + "</text>")
+    out += [f'<rect x="{round(x, 1)}" y="{y + 34}" width="22" height="14" fill="{colour}" '
+            f'rx="2"/>' for x, colour, _ in c.legend]
+    out.append(f'<text class="muted" y="{y + 46}" font-size="14">'
+               + "".join(f'<tspan x="{round(x + 28, 1)}">{text}</tspan>'
+                         for x, _, text in c.legend) + "</text>")
+    out.append("</svg>")
+    return Markup("".join(out))

@@ -12,6 +12,7 @@ from app.sim.memory import count
 from app.sim.rank_states import rank_states
 from app.templating import deck_style
 from app.verify.memory import scaled_config, worker_args
+from app.views import memory_svg
 from app.views.memory import COLOURS, NAMES, build_deck
 
 
@@ -73,7 +74,7 @@ def page_context(p, trace, frame: int) -> dict:
                            pp=scaled.pp, param_count=None)
     world = scaled.dp * scaled.tp
     return {
-        "deck": build_deck(trace, title(p, trace)), "names": NAMES, "colours": COLOURS,
+        "deck_title": title(p, trace), "names": NAMES, "colours": COLOURS,
         "psi_local": count(c.psi / (c.tp * c.pp)),
         "largest_layer": count(trace.deepspeed[0].largest_layer),
         "model_name": model_name(p), "layer_rows": layer_rows(c), "table2": table2(c),
@@ -99,7 +100,13 @@ def node_command(c) -> str:
             f"{' '.join(worker_args(node))} --out report.json")
 
 
+def deck_svg(p, trace, frame: int):
+    """The page's deck, showing ``frame`` first."""
+    return memory_svg.render(build_deck(trace, title(p, trace)), frame)
+
+
 def export_context(p, trace, frame: int) -> dict:
-    return {"deck": build_deck(trace, title(p, trace)), "frame": frame,
-            "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+    return {"deck_svg": memory_svg.render(build_deck(trace, title(p, trace)), frame,
+                                          standalone=True, caption=caption,
+                                          style=deck_style(standalone=True))}

@@ -3,8 +3,8 @@
 real-sized model's memory per GPU on the right, one overlay group per phase of the step.
 
 Layers as in every deck: frame 0 holds the whole starting grid, frame k only the cells phase k
-changed, plus its arrows and notes (``only-current``) and its memory bar (drawn over the
-previous one). Colours: a shard in its owner's colour; a gradient not yet reduced in the colour
+changed, plus what shows only while it is current (``only-current``): its memory bar, arrows,
+notes and header. Colours: a shard in its owner's colour; a gradient not yet reduced in the colour
 of the rank that computed it; the mean gradient dark; stale copies faded; padding hatched;
 what a rank does not hold, dashed.
 """
@@ -24,8 +24,8 @@ from app.views.collective import Label
 from app.views.palette import SUMMED as COMPLETE
 from app.views.geometry import Point, arrow
 from app.views.palette import SERIES, rank_colour, text_on
-from app.views.zero_grid import (REPLICATED, ROW_NAMES, Cell, cell, colour, continues,
-                                 display_columns, fields, merge)
+from app.views.zero_grid import (MAX_TITLED, REPLICATED, ROW_NAMES, Cell, Numbers, colour,
+                                 display_columns, frame_cells, grid_layout, tip)
 from app.views.zero_panels import human_count, human_gb
 
 WIDTH, HEIGHT = 1280, 720
@@ -33,7 +33,6 @@ GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 178, 896, 122, 652
 RING_X = 44
 NOTE_X = 906
 PANEL_X = 1000
-MAX_TITLED = 320             # cells with a hover title; bigger decks drop them to stay light
 MEMORY_COLOURS = (SERIES[0], SERIES[4], SERIES[2])        # params, grads, optimizer states
 
 
@@ -69,6 +68,8 @@ class FrameView:
     index: int
     header: str
     cells: tuple[Cell, ...]
+    tips: tuple[str, ...]                    # each cell's hover text; none on large decks
+    numbers: tuple[Numbers, ...]
     arrows: tuple[Arrow, ...]
     notes: tuple[Label, ...]
     segments: tuple[Segment, ...]
@@ -106,17 +107,21 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     n_units = trace.model.layers
     gaps = (n_units - 1) * 16 + (n_units * 22 if gapped else 0)
     col_w = min(64.0, (GRID_RIGHT - GRID_LEFT - gaps) / len(display))
-    xs, x = [], float(GRID_LEFT)
+    xs, joins, x = [], [], float(GRID_LEFT)
     separators, unit_labels, shard_labels = [], [], []
     for k, (a, b) in enumerate(display):
         c = cols[a]
+        joined = k > 0
         if k > 0:
             prev = cols[display[k - 1][0]]
             if prev.unit != c.unit:
                 x += 16
+                joined = False
             elif gapped and prev.owner != c.owner and c.owner == ranks[-1]:
                 x += 22
+                joined = False
         xs.append(x)
+        joins.append(joined)
         x += col_w
     n_ranks = len(ranks)
     block = (GRID_BOTTOM - GRID_TOP) / n_ranks
@@ -124,7 +129,6 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     row_h = min(30.0, (block - gap) / 3)
     font = round(min(15.0, row_h * 0.7), 1)
     show_numbers = not grouped and col_w >= 40 and font >= 13
-    row_y = lambda i, row: GRID_TOP + i * block + row * row_h  # noqa: E731
     # unit and shard labels, separators between shards
     bottom = GRID_TOP + n_ranks * block - gap
     for u in trace.training.units:
@@ -159,7 +163,8 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
                  for i, r in enumerate(ranks))
     ellipsis = ((Label(RING_X, round((ring[-2].y + ring[-1].y) / 2 + 6, 1), "⋮", size=22),)
                 if gapped else ())
-    row_labels = tuple(Label(GRID_LEFT - 10, round(row_y(i, row) + row_h / 2, 1),
+    row_labels = tuple(Label(GRID_LEFT - 10,
+                             round(GRID_TOP + i * block + row * row_h + row_h / 2, 1),
                              ROW_NAMES[name], size=min(15.0, row_h * 0.7), anchor="end")
                        for i in range(n_ranks) for row, name in enumerate(ROWS))
     # memory bar scale: the larger of DDP's 16Ψ and the largest frame
@@ -169,55 +174,38 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     scale = (bar_bottom - bar_top) / top_bytes
     ghost = (round(bar_bottom - ddp * scale, 1), round(ddp * scale, 1),
              f"DDP: {human_gb(ddp)}")
+    grid = grid_layout(display, grouped, xs, col_w, row_h, block, GRID_TOP, joins, n_ranks,
+                       show_numbers)
+    fills = (tuple(colour(trace, r) for r in ranks),
+             np.array([ranks.index(cols[a].owner) for a, _ in display]))
+    drawn = frame_cells(trace, last + 1, grid, fills)
+    titled = sum(d.weight for d in drawn) <= MAX_TITLED    # hover texts while the deck is light
     frames = []
-    starts = np.array([a for a, _ in display])
     n_frames = len(trace.frames) - 1
     sent_so_far = 0
     for k in range(last + 1):
         phase = g.phases[k]
-        status, values = g.status[k], g.values[k]
-        previous = (g.status[k - 1], g.values[k - 1]) if k else None
-        if previous is None:
-            changed = np.ones((3, n_ranks, len(display)), dtype=bool)
-        else:                                # any element of a drawn cell changed
-            diff = ((previous[0] != status) | (previous[1] != values)).astype(np.int8)
-            changed = np.maximum.reduceat(diff, starts, axis=2).astype(bool)
-        cells = []
-        for row in range(3):
-            for i, r in enumerate(ranks):
-                run, last_j = [], -2
-                for j in np.flatnonzero(changed[row, i]):
-                    a, b = display[j]
-                    if run and j - 1 != last_j:      # an unchanged cell in between
-                        cells += merge(run)
-                        run = []
-                    last_j = j
-                    drawn = cell(trace, status, values, row, i, r, a, b, xs[j],
-                                 row_y(i, row), col_w, row_h, show_numbers)
-                    if run and not continues(run[-1], drawn, cols[display[j - 1][0]].unit,
-                                              cols[a].unit):
-                        cells += merge(run)
-                        run = []
-                    run.append(drawn)
-                cells += merge(run)
         sent_so_far += phase.sent
+        header = ("Before the step" if k == 0 else f"Step {k} of {n_frames} · "
+                  f"{phase.phase.replace('_', '-')}"
+                  + (f" · layer {phase.unit}" if phase.unit >= 0 else ""))
         frames.append(FrameView(
-            k, "Before the step" if k == 0 else f"Step {k} of {n_frames} · "
-            f"{phase.phase.replace('_', '-')}" + (f" · layer {phase.unit}" if phase.unit >= 0 else ""),
-            tuple(cells), _arrows(trace, phase, ring), _notes(trace, k, ring, block, gap),
+            k, header, tuple(drawn[k].cells),
+            tuple(tip(trace, grid, k, c) for c in drawn[k].cells) if titled else (),
+            tuple(drawn[k].numbers),
+            _arrows(trace, phase, ring), _notes(trace, k, ring, block, gap),
             _segments(trace.memory[k], bar_bottom, scale), f"{human_gb(trace.memory[k].total)}",
             _sent_text(trace, sent_so_far)))
-    if sum(len(f.cells) for f in frames) > MAX_TITLED:       # keep big decks light
-        frames = [FrameView(f.index, f.header, tuple(Cell(*c[:-1], "") for c in
-                                                     (fields(c) for c in f.cells)),
-                            f.arrows, f.notes, f.segments, f.memory_total, f.sent_text)
-                  for f in frames]
     legend = _legend(p.stage)
-    return Deck(WIDTH, HEIGHT, f"{STAGE_NAMES[p.stage]} · {p.dp} rank{'s' if p.dp > 1 else ''} · "
-                f"tiny MLP {trace.model.layers} × {trace.model.width}",
-                ring, ellipsis, row_labels, tuple(unit_labels), tuple(shard_labels),
-                tuple(separators), tuple(frames), legend, font, ghost, (PANEL_X + 30, 70),
+    return Deck(WIDTH, HEIGHT, deck_title(p, trace), ring, ellipsis, row_labels,
+                tuple(unit_labels), tuple(shard_labels), tuple(separators), tuple(frames),
+                legend, font, ghost, (PANEL_X + 30, 70),
                 ("GPU memory per rank", f"Ψ = {human_count(p.param_count)}, mixed-precision Adam"))
+
+
+def deck_title(p, trace: ZeroTrace) -> str:
+    return (f"{STAGE_NAMES[p.stage]} · {p.dp} rank{'s' if p.dp > 1 else ''} · "
+            f"tiny MLP {trace.model.layers} × {trace.model.width}")
 
 
 def _arrows(trace, phase, ring) -> tuple[Arrow, ...]:
@@ -247,7 +235,8 @@ def _notes(trace, k, ring, block, gap) -> tuple[Label, ...]:
         r = node.rank
         if phase.phase == "start":
             owned = sum(int(u.real_in_shard(r)) for u in t.units)
-            text = (f"owns {owned}" + ("" if owned else " (padding)")) if p.stage else ""
+            # short enough to end before the memory panel's texts
+            text = (f"owns {owned}" + ("" if owned else " (pad)")) if p.stage else ""
         elif phase.phase == "forward" or (phase.phase == "all_gather" and phase.unit == trace.model.layers - 1
                                           and p.stage == 3):
             text = f"loss {t.last.losses[r]:.3f}"

@@ -7,7 +7,7 @@ import math
 
 from app.sim import model_states
 from app.sim.zero import ZeroTrace
-from app.views.lanes import lane_chart
+from app.views.lanes import lane_chart, lane_svg
 from app.views.plot import human_bytes, line_chart
 
 GB = 1e9
@@ -55,7 +55,7 @@ def panels(trace: ZeroTrace) -> dict:
     timeline = lane_chart(step.spans, lanes, title=f"One step of the Ψ = {human_count(psi)} model "
                           f"on {p.dp} GPUs, offload {p.offload}", width=1200, left=130)
     shard = math.ceil(psi / p.dp)
-    return {"table1": table, "memory_chart": chart, "timeline": timeline,
+    return {"table1": table, "memory_chart": chart, "timeline": lane_svg(timeline),
             "comm_bytes": trace.comm_elements * 2, "shard_elements": shard,
             "tiny_sent": int(trace.training.sent[-1].max()),
             "tiny_shard": sum(u.shard for u in trace.training.units),
