@@ -85,7 +85,7 @@ def _lanes(deck: Deck) -> list[str]:
     if deck.side_header:
         sides.insert(0, f'<text x="1222" y="88">{deck.side_header}</text>')
     if deck.ghost:
-        out.append(f'<path class="ghost" d="{deck.ghost}"/>')
+        out.append(f'<path class="pp-ghost" d="{deck.ghost}"/>')
     out.append('<path class="grid" fill="none" d="'
                + "".join(f"M{x} 94V{bottom}" for x, _ in deck.ticks) + '"/>')
     out.append('<g class="muted" font-size="14" text-anchor="middle">'
