@@ -43,7 +43,8 @@ class CellPath:
 @dataclass(frozen=True)
 class NumberRun:
     ink: str
-    spans: tuple[tuple[float, float, str], ...]      # (x, y, text), relative to the matrix
+    spans: str
+    """the numbers as ``<tspan x y>`` markup, positions relative to the matrix"""
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class MatrixView:
     separators: tuple[float, ...]    # x of gaps between heads (3-D values), relative
     title: str
 
+    def placed(self, y: float, title: str) -> MatrixView:
+        """The same drawing at another height, with another hover text."""
+        return MatrixView(self.x, y, self.w, self.h, self.paths, self.numbers, self.font,
+                          self.separators, title)
+
     @property
     def markup(self) -> Markup:
         """The matrix as an SVG group, written here rather than in a template loop: a deck
@@ -67,11 +73,9 @@ class MatrixView:
         parts += [f'<path fill="{p.fill}" d="{p.d}"/>' for p in self.paths]
         parts += [f'<line class="head-gap" x1="{s}" x2="{s}" y1="-3" y2="{self.h + 3}"/>'
                   for s in self.separators]
-        for run in self.numbers:
-            parts.append(f'<text class="num" font-size="{self.font}" fill="{run.ink}" '
-                         f'text-anchor="middle" dominant-baseline="central">')
-            parts += [f'<tspan x="{x}" y="{y}">{t}</tspan>' for x, y, t in run.spans]
-            parts.append("</text>")
+        parts += [f'<text class="num" font-size="{self.font}" fill="{run.ink}" '
+                  f'text-anchor="middle" dominant-baseline="central">{run.spans}</text>'
+                  for run in self.numbers]
         parts.append(f'<rect class="mx-edge" x="-0.5" y="-0.5" width="{self.w + 1:.1f}" '
                      f'height="{self.h + 1:.1f}"/></g>')
         return Markup("".join(parts))
@@ -130,47 +134,65 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
     stack = values if values.ndim == 3 else values[None]
     src_stack = sources if sources.ndim == 3 else sources[None]
     heads, rows, cols = stack.shape
-    show_rows, show_cols = display_grid(rows, cols * heads, budget)
-    row_starts, col_starts = _blocks(rows, show_rows), _blocks(cols, max(1, show_cols // heads))
-    exact = len(row_starts) == rows and len(col_starts) == cols
-    shown = stack if exact else _block_means(stack, row_starts, col_starts)
-    shown_src = src_stack[:, row_starts][:, :, col_starts]
+    if rows * cols * heads <= budget:            # every cell drawn (display_grid's answer)
+        exact, shown, shown_src = True, stack, src_stack
+    else:
+        show_rows, show_cols = display_grid(rows, cols * heads, budget)
+        row_starts = _blocks(rows, show_rows)
+        col_starts = _blocks(cols, max(1, show_cols // heads))
+        exact = len(row_starts) == rows and len(col_starts) == cols
+        shown = stack if exact else _block_means(stack, row_starts, col_starts)
+        shown_src = src_stack[:, row_starts][:, :, col_starts]
     n_rows, n_cols = shown.shape[1:]
-    # the drawn cells keep the matrix's overall size: each covers a block of real cells
     bw, bh = cols * cell_w / n_cols, rows * cell_h / n_rows
     gap = 1.0 if min(bw, bh) >= 6 else 0.0
     span = hi - lo
-    depth = np.full(shown.shape, 0.5) if span <= 0 else (shown - lo) / span
-    level = np.clip((depth * LEVELS).astype(int), 0, LEVELS - 1)
     font = min(MAX_NUMBER_FONT, bh * 0.52, font_cap)
     fitted = (number_texts(shown, bw, font, integral) if numbers and exact and bw >= 20
               and font >= MIN_NUMBER_FONT else None)
     texts, font = fitted if fitted else (None, font)
-    k_idx, i_idx, j_idx = np.indices(shown.shape).reshape(3, -1)
-    xs = (k_idx * (cols * cell_w + head_gap) + j_idx * bw).tolist()
-    ys = (i_idx * bh).tolist()
-    keys = (shown_src.reshape(-1).astype(int) * LEVELS + level.reshape(-1)).tolist()
+    # the drawn cells keep the matrix's overall size: each covers a block of real cells; cells
+    # lie on a grid, so each column's x and each row's y is formatted once
+    stride = cols * cell_w + head_gap
+    col_x = [k * stride + j * bw for k in range(heads) for j in range(n_cols)]
+    row_y = [i * bh for i in range(n_rows)]
     # without gaps, cells overlap their neighbours by half a pixel so no seam shows between them
     grow = 0.6 if gap == 0 else -gap
-    w_text, h_text, back = f"{bw + grow:.1f}", f"{bh + grow:.1f}", f"{-bw - grow:.1f}"
+    tail = f"h{bw + grow:.1f}v{bh + grow:.1f}h{-bw - grow:.1f}z"
+    x_text = [f"M{x:.1f} " for x in col_x]
+    y_text = [f"{y:.1f}{tail}" for y in row_y]
+    cx = [f'<tspan x="{round(x + (bw - gap) / 2, 1)}" y="' for x in col_x]
+    cy = [f'{round(y + (bh - gap) / 2, 1)}">' for y in row_y]
+    # a cell's colour: its source's hue at one of LEVELS depths (pale: lo … deep: hi)
+    top = LEVELS - 1
+    # one path per fill and one text per ink, in order of first appearance, cells in order
     cells: dict[str, list[str]] = {}
-    inks: dict[str, list[tuple[float, float, str]]] = {}
-    fills: dict[int, tuple[str, str]] = {}
-    for n, key in enumerate(keys):
-        if key not in fills:
-            fill = colour(key // LEVELS, (key % LEVELS) / (LEVELS - 1))
-            fills[key] = (fill, _ink(fill))
-        fill, ink = fills[key]
-        cells.setdefault(fill, []).append(f"M{xs[n]:.1f} {ys[n]:.1f}h{w_text}v{h_text}h{back}z")
-        if texts is not None:
-            inks.setdefault(ink, []).append(
-                (round(xs[n] + (bw - gap) / 2, 1), round(ys[n] + (bh - gap) / 2, 1), texts[n]))
+    inks: dict[str, list[str]] = {}
+    fills: dict[int, tuple[list[str], list | None]] = {}
+    n = 0
+    for k, (head, head_src) in enumerate(zip(shown.tolist(), shown_src.tolist())):
+        base = k * n_cols
+        for i, (row, row_src) in enumerate(zip(head, head_src)):
+            y_part = y_text[i]
+            for j, (v, source) in enumerate(zip(row, row_src)):
+                level = min(max(int((v - lo) / span * LEVELS), 0), top) if span > 0 else 3
+                key = int(source) * LEVELS + level
+                out = fills.get(key)
+                if out is None:
+                    fill = colour(key // LEVELS, (key % LEVELS) / top)
+                    out = fills[key] = (cells.setdefault(fill, []),
+                                        inks.setdefault(_ink(fill), []) if texts is not None
+                                        else None)
+                out[0].append(x_text[base + j] + y_part)
+                if out[1] is not None:
+                    out[1].append(cx[base + j] + cy[i] + texts[n] + "</tspan>")
+                n += 1
     separators = tuple(round(k * (cols * cell_w + head_gap) - head_gap / 2, 1)
                        for k in range(1, heads))
     width = heads * cols * cell_w + (heads - 1) * head_gap
     return MatrixView(round(x, 1), round(y, 1), round(width, 1), round(rows * cell_h, 1),
                       tuple(CellPath(f, "".join(d)) for f, d in cells.items()),
-                      tuple(NumberRun(ink, tuple(spans)) for ink, spans in inks.items()),
+                      tuple(NumberRun(ink, "".join(spans)) for ink, spans in inks.items()),
                       round(font, 1), separators, title)
 
 

@@ -9,7 +9,7 @@ the widest step fits the lane and the tallest operand its height, and one number
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -173,7 +173,7 @@ def _row(ops: list[Operand], symbols: list[str], step: Step, tp: int, lanes, col
                 drawn[key] = matrix.draw(op.values[r], op.sources[r], x, top, cell_w, cell_h,
                                          lo, hi, colour, budget=budget, integral=integral,
                                          font_cap=font_cap)
-            placed.append(Placed(replace(drawn[key], y=round(top, 1), title=_title(op, r))))
+            placed.append(Placed(drawn[key].placed(round(top, 1), _title(op, r))))
         texts += _column_head(op, x, w)
         spots.append((x, w))
         sw, font = _symbol_width(symbol)
@@ -279,7 +279,7 @@ def _after(after: Operand, x: float, before_x: float, lanes, colour, cell, tp: i
                 drawn[key] = matrix.draw(after.values[r], after.sources[r], x, top, cell_w,
                                          cell_h, lo, hi, colour, budget=budget,
                                          integral=integral, font_cap=font_cap)
-            placed.append(Placed(replace(drawn[key], y=round(top, 1), title=_title(after, r))))
+            placed.append(Placed(drawn[key].placed(round(top, 1), _title(after, r))))
             continue
         pieces = np.split(after.values[r], tp, axis=axis)
         sources = np.split(after.sources[r], tp, axis=axis)
