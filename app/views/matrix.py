@@ -151,42 +151,25 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
     fitted = (number_texts(shown, bw, font, integral) if numbers and exact and bw >= 20
               and font >= MIN_NUMBER_FONT else None)
     texts, font = fitted if fitted else (None, font)
-    # the drawn cells keep the matrix's overall size: each covers a block of real cells; cells
-    # lie on a grid, so each column's x and each row's y is formatted once
-    stride = cols * cell_w + head_gap
-    col_x = [k * stride + j * bw for k in range(heads) for j in range(n_cols)]
-    row_y = [i * bh for i in range(n_rows)]
-    # without gaps, cells overlap their neighbours by half a pixel so no seam shows between them
-    grow = 0.6 if gap == 0 else -gap
-    tail = f"h{bw + grow:.1f}v{bh + grow:.1f}h{-bw - grow:.1f}z"
-    x_text = [f"M{x:.1f} " for x in col_x]
-    y_text = [f"{y:.1f}{tail}" for y in row_y]
-    cx = [f'<tspan x="{round(x + (bw - gap) / 2, 1)}" y="' for x in col_x]
-    cy = [f'{round(y + (bh - gap) / 2, 1)}">' for y in row_y]
+    cell_paths, cell_spans = _grid(heads, n_rows, n_cols, cols * cell_w + head_gap, bw, bh, gap)
     # a cell's colour: its source's hue at one of LEVELS depths (pale: lo … deep: hi)
     top = LEVELS - 1
+    level = (np.clip(((shown - lo) / span * LEVELS).astype(int), 0, top) if span > 0
+             else np.full(shown.shape, 3))
+    keys = (shown_src.astype(int) * LEVELS + level).reshape(-1).tolist()
     # one path per fill and one text per ink, in order of first appearance, cells in order
     cells: dict[str, list[str]] = {}
     inks: dict[str, list[str]] = {}
     fills: dict[int, tuple[list[str], list | None]] = {}
-    n = 0
-    for k, (head, head_src) in enumerate(zip(shown.tolist(), shown_src.tolist())):
-        base = k * n_cols
-        for i, (row, row_src) in enumerate(zip(head, head_src)):
-            y_part = y_text[i]
-            for j, (v, source) in enumerate(zip(row, row_src)):
-                level = min(max(int((v - lo) / span * LEVELS), 0), top) if span > 0 else 3
-                key = int(source) * LEVELS + level
-                out = fills.get(key)
-                if out is None:
-                    fill = colour(key // LEVELS, (key % LEVELS) / top)
-                    out = fills[key] = (cells.setdefault(fill, []),
-                                        inks.setdefault(_ink(fill), []) if texts is not None
-                                        else None)
-                out[0].append(x_text[base + j] + y_part)
-                if out[1] is not None:
-                    out[1].append(cx[base + j] + cy[i] + texts[n] + "</tspan>")
-                n += 1
+    for n, key in enumerate(keys):
+        out = fills.get(key)
+        if out is None:
+            fill = colour(key // LEVELS, (key % LEVELS) / top)
+            out = fills[key] = (cells.setdefault(fill, []),
+                                inks.setdefault(_ink(fill), []) if texts is not None else None)
+        out[0].append(cell_paths[n])
+        if out[1] is not None:
+            out[1].append(cell_spans[n] + texts[n] + "</tspan>")
     separators = tuple(round(k * (cols * cell_w + head_gap) - head_gap / 2, 1)
                        for k in range(1, heads))
     width = heads * cols * cell_w + (heads - 1) * head_gap
@@ -194,6 +177,30 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
                       tuple(CellPath(f, "".join(d)) for f, d in cells.items()),
                       tuple(NumberRun(ink, "".join(spans)) for ink, spans in inks.items()),
                       round(font, 1), separators, title)
+
+
+@lru_cache(maxsize=256)
+def _grid(heads: int, rows: int, cols: int, stride: float, bw: float, bh: float,
+          gap: float) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every cell's subpath and the start of its number's ``<tspan>``, in order (heads, then
+    rows, then columns): the drawn cells keep the matrix's overall size, each covering a block
+    of real cells. Shared by every matrix of the same shape and cell size."""
+    col_x = [k * stride + j * bw for k in range(heads) for j in range(cols)]
+    row_y = [i * bh for i in range(rows)]
+    # without gaps, cells overlap their neighbours by half a pixel so no seam shows between them
+    grow = 0.6 if gap == 0 else -gap
+    tail = f"h{bw + grow:.1f}v{bh + grow:.1f}h{-bw - grow:.1f}z"
+    x_text = [f"M{x:.1f} " for x in col_x]
+    y_text = [f"{y:.1f}{tail}" for y in row_y]
+    span_x = [f'<tspan x="{round(x + (bw - gap) / 2, 1)}" y="' for x in col_x]
+    span_y = [f'{round(y + (bh - gap) / 2, 1)}">' for y in row_y]
+    paths, spans = [], []
+    for k in range(heads):
+        for i in range(rows):
+            for j in range(cols):
+                paths.append(x_text[k * cols + j] + y_text[i])
+                spans.append(span_x[k * cols + j] + span_y[i])
+    return tuple(paths), tuple(spans)
 
 
 def width_of(shape: tuple[int, ...], cell_w: float, head_gap: float = 10.0) -> float:
