@@ -154,9 +154,11 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
     cell_paths, cell_spans = _grid(heads, n_rows, n_cols, cols * cell_w + head_gap, bw, bh, gap)
     # a cell's colour: its source's hue at one of LEVELS depths (pale: lo … deep: hi)
     top = LEVELS - 1
-    level = (np.clip(((shown - lo) / span * LEVELS).astype(int), 0, top) if span > 0
-             else np.full(shown.shape, 3))
-    keys = (shown_src.astype(int) * LEVELS + level).reshape(-1).tolist()
+    if span > 0:
+        level = np.minimum(np.maximum(((shown - lo) / span * LEVELS).astype(int), 0), top)
+        keys = (shown_src.astype(np.int64) * LEVELS + level).ravel().tolist()
+    else:
+        keys = (shown_src.astype(np.int64) * LEVELS + 3).ravel().tolist()
     # one path per fill and one text per ink, in order of first appearance, cells in order
     cells: dict[str, list[str]] = {}
     inks: dict[str, list[str]] = {}
