@@ -107,9 +107,10 @@ def _range(op: Operand, cell: tuple[float, float] | None = None) -> tuple[float,
     """(smallest, largest, whether every value is an integer) over every rank's copy; the last
     is only worked out when ``cell`` is large enough to write numbers in."""
     arrays = _distinct(op)
-    lo, hi = min(float(v.min()) for v in arrays), max(float(v.max()) for v in arrays)
+    every = arrays[0] if len(arrays) == 1 else np.concatenate([v.ravel() for v in arrays])
+    lo, hi = float(every.min()), float(every.max())
     readable = cell is None or _readable(cell)
-    integral = readable and all(bool(np.all(np.abs(v - np.round(v)) < 1e-9)) for v in arrays)
+    integral = readable and bool((np.abs(every - np.round(every)) < 1e-9).all())
     return lo, hi, integral
 
 
