@@ -181,6 +181,12 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
                       round(font, 1), separators, title)
 
 
+def _short(v: float) -> str:
+    """A coordinate to 0.1 px, without a trailing ".0" (the path data is most of a deck)."""
+    text = f"{v:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
 @lru_cache(maxsize=256)
 def _grid(heads: int, rows: int, cols: int, stride: float, bw: float, bh: float,
           gap: float) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -191,11 +197,11 @@ def _grid(heads: int, rows: int, cols: int, stride: float, bw: float, bh: float,
     row_y = [i * bh for i in range(rows)]
     # without gaps, cells overlap their neighbours by half a pixel so no seam shows between them
     grow = 0.6 if gap == 0 else -gap
-    tail = f"h{bw + grow:.1f}v{bh + grow:.1f}h{-bw - grow:.1f}z"
-    x_text = [f"M{x:.1f} " for x in col_x]
-    y_text = [f"{y:.1f}{tail}" for y in row_y]
-    span_x = [f'<tspan x="{round(x + (bw - gap) / 2, 1)}" y="' for x in col_x]
-    span_y = [f'{round(y + (bh - gap) / 2, 1)}">' for y in row_y]
+    tail = f"h{_short(bw + grow)}v{_short(bh + grow)}h{_short(-bw - grow)}z"
+    x_text = [f"M{_short(x)} " for x in col_x]
+    y_text = [f"{_short(y)}{tail}" for y in row_y]
+    span_x = [f'<tspan x="{_short(x + (bw - gap) / 2)}" y="' for x in col_x]
+    span_y = [f'{_short(y + (bh - gap) / 2)}">' for y in row_y]
     paths, spans = [], []
     for k in range(heads):
         for i in range(rows):
