@@ -3,8 +3,9 @@
 // inert <template class="deck-later"> (app/views/pipeline_svg.py, tp_svg.py): parsing an
 // attribute costs the browser next to nothing when a slider swaps the stage, parsing the
 // elements a few microseconds each. When the player shows frame k, every layer up to k gets its
-// elements at once (before the frame is painted), and layer k + 1 once the browser is idle, so
-// that stepping forward finds it ready and animates it.
+// elements at once (before the frame is painted) and so does layer k + 1, so that stepping
+// forward finds it ready and animates it — a quarter of a second later when the player has
+// just started on a new stage.
 (function () {
   "use strict";
 
@@ -24,8 +25,10 @@
     var root = event.target, k = event.detail.frame;
     if (!root.querySelector || !root.querySelector("g.frame[data-markup], template.deck-later")) return;
     fill(root, k);
-    var next = function () { fill(root, k + 1); };
-    if (window.requestIdleCallback) window.requestIdleCallback(next, { timeout: 400 });
-    else window.setTimeout(next, 60);
+    if (root.__lazyStepped) { fill(root, k + 1); return; }   // stepping: the next layer now
+    // the player has just started (a new stage): the next layer a quarter of a second later,
+    // since while a slider is being dragged each stage is replaced within moments
+    root.__lazyStepped = true;
+    window.setTimeout(function () { if (document.contains(root)) fill(root, k + 1); }, 250);
   });
 })();
