@@ -1,12 +1,15 @@
 """The pipeline deck as SVG markup (geometry from :mod:`app.views.pipeline`).
 
-``current`` is the frame shown first: it carries class "current" (its outlines and arrows
-show, and the cursor and header are drawn at its time). The frames after it are not part of the drawing yet: they follow the
-``<svg>`` in an inert ``<template class="deck-later">``, which costs the browser no style or
-layout work until the player moves a frame into the deck (static/js/player.js). Without
-JavaScript the page shows the frame in its URL, which needs no later frame. ``standalone`` is a
-file of its own: the style sheet inlined, concrete colours, the caption underneath, frames up to
-``current`` only, and only the current frame's overlays.
+``current`` is the frame shown first: it carries class "current" (the passes that start in it
+are outlined, its arrows show), and the cursor and header are drawn once, at its time
+(static/js/pipeline.js moves them when the player shows another frame). The frames after it are
+not part of the drawing yet: they follow the ``<svg>`` in an inert
+``<template class="deck-later">`` as empty layers that carry their markup in an attribute
+(:func:`_lazy`), so a slider move costs the browser neither their style and layout nor the
+parsing of their elements; static/js/lazy_frames.js makes the elements and static/js/player.js
+moves the layer into the deck when it is needed. Without JavaScript the page shows the frame in
+its URL, which needs no later frame. ``standalone`` is a file of its own: the style sheet
+inlined, concrete colours, the caption underneath, frames up to ``current`` only.
 
 Written with f-strings rather than a template loop: a deck holds a thousand passes, and the
 numbers and generated texts here need no escaping (the few free texts are escaped).

@@ -4,9 +4,11 @@ Every step works on different tensors, so each frame is a whole page: only the c
 is displayed (a style hides the others), and the lanes, their rank swatches and labels — the
 same in every frame with lanes — are drawn once beneath the frames; a frame without lanes (the
 check) covers them with its own background. ``current`` is the frame shown first; the frames
-after it follow the ``<svg>`` in an inert ``<template class="deck-later">`` that
-static/js/player.js moves into the deck when it needs them. ``standalone`` is a file of its
-own: the style sheet inlined, concrete colours, the caption underneath, one frame.
+after it follow the ``<svg>`` in an inert ``<template class="deck-later">`` as empty layers
+that carry their markup in an attribute (:func:`_lazy`): static/js/lazy_frames.js makes the
+elements and static/js/player.js moves the layer into the deck when it is needed.
+``standalone`` is a file of its own: the style sheet inlined, concrete colours, the caption
+underneath, one frame.
 
 Written with f-strings rather than a template loop: numbers and generated texts need no
 escaping; the free texts (names, notes, captions) are escaped.
