@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -11,7 +12,7 @@ from markupsafe import Markup
 from pydantic import Field, model_validator
 
 from app.params import Chunks, Invalid, Microbatches, Pp, SceneParams
-from app.scene import Scene
+from app.scene import Scene, trace_of
 from app.sim.pipeline import PipelineTrace, bubble_curves, simulate
 from app.sim.pipeline_captions import MAX_FRAMES, num
 from app.sim.pipeline_passes import Times, with_sends
@@ -20,6 +21,7 @@ from app.sim.pipeline_schedules import decode, format_order
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
 from app.verify.pipeline import CHECK, TORCH_CLASS
 from app.views import pipeline as view
+from app.views import pipeline_svg
 from app.views.plot import line_chart
 
 MAX_PASSES = 65536
@@ -68,9 +70,20 @@ class PipelineParams(SceneParams):
 CHUNKS_FOR = {k: kind.chunks for k, kind in SCHEDULE_KINDS.items() if kind.chunks}
 
 
+@lru_cache(maxsize=16)
+def deck_of(p: PipelineParams) -> view.Deck:
+    return view.build_deck(trace_of(SCENE, p))
+
+
+@lru_cache(maxsize=32)
+def deck_svg(p: PipelineParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first (cached: decks are pure functions of params)."""
+    return pipeline_svg.render(deck_of(p), frame)
+
+
 def page_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
     kind = SCHEDULE_KINDS[p.schedule]
-    return {"deck": view.build_deck(trace), "kind": kind, "style": pipeline_style(False),
+    return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title, "kind": kind,
             "bubble_chart": bubble_chart(p, trace), "memory_chart": memory_chart(trace),
             "orders": orders_preview(trace), "sends": sends_preview(trace),
             "torch_class": TORCH_CLASS.get(p.schedule),
@@ -79,15 +92,17 @@ def page_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"kinds": SCHEDULE_KINDS, "chunks_for": CHUNKS_FOR}
+    return {"kinds": SCHEDULE_KINDS, "chunks_for": CHUNKS_FOR, "style": pipeline_style(False)}
 
 
 def export_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace, upto=frame), "frame": frame,
-            "style": deck_style(standalone=True) + pipeline_style(True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+    return {"deck_svg": pipeline_svg.render(
+        view.build_deck(trace, upto=frame), frame, standalone=True,
+        caption=tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3]),
+        style=deck_style(standalone=True) + pipeline_style(True))}
 
 
+@lru_cache(maxsize=2)
 def pipeline_style(standalone: bool) -> Markup:
     """The deck's CSS: theme variables on pages, plain light colours in exported files."""
     return Markup(render("_partials/pipeline_style.css",

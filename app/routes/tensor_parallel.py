@@ -16,10 +16,10 @@ from app.params import (AlphaUs, Ffn, GpusPerNode, GpuTflops, Heads, Hidden, Int
 from app.scene import Scene, trace_of
 from app.sim.models import PRESETS
 from app.sim.tensor_parallel import BLOCK_TITLES, simulate
-from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, environment, render
+from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
 from app.verify.tensor_parallel import CHECK
 from app.views import tensor_parallel as view
-from app.views import tp_panels
+from app.views import tp_panels, tp_svg
 
 Block = Literal["column", "row", "mlp", "attention", "embedding"]
 
@@ -109,8 +109,7 @@ def deck_of(p: TensorParallelParams):
 def deck_markup(p: TensorParallelParams, frame: int) -> Markup:
     """The page's deck as SVG markup, frame ``frame`` first; cached, so dragging a slider back
     to a value already seen costs nothing."""
-    macros = environment().get_template("_partials/tp_deck.html").module
-    return Markup(macros.tp_deck(deck_of(p), frame))
+    return tp_svg.render(deck_of(p), frame)
 
 
 def page_view(p: TensorParallelParams, trace, frame: int) -> dict:
@@ -126,8 +125,9 @@ def form_view() -> dict:
 
 
 def export_view(p: TensorParallelParams, trace, frame: int) -> dict:
-    return {"deck": view.build_deck(trace, only=frame), "frame": frame,
-            "style": tp_style(True), "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
+    return {"deck_svg": tp_svg.render(
+        view.build_deck(trace, only=frame), frame, standalone=True, style=tp_style(True),
+        caption=tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3]))}
 
 
 def torchrun_command(p: TensorParallelParams) -> str:

@@ -115,38 +115,44 @@ class _Context:
         cs, ce = np.concatenate(([0.0], np.cumsum(s))), np.concatenate(([0.0], np.cumsum(e)))
         ns, ne = np.searchsorted(s, cursors, side="right"), np.searchsorted(e, cursors, side="right")
         self.used = (ns * cursors - cs[ns]) - (ne * cursors - ce[ne])
+        # captions read a few passes' values each: .item() gives Python numbers, cheaper to
+        # format than numpy scalars (and no list of every pass is built)
+        self._rank, self._kind, self._ids = flat.rank.item, flat.kind.item, flat.ids.item
+        self._start, self._end = line.start.item, line.end.item
+        self._previous_end, self._first = self.previous_end.item, first.item
+        self._source, self._remote = links.source.item, links.remote.item
 
     def name(self, k: int) -> str:
-        return str(decode(self.flat.ids[k], self.schedule.microbatches))
+        return str(decode(self._ids(k), self.schedule.microbatches))
 
     def describe(self, k: int) -> str:
-        flat, line, m = self.flat, self.line, self.schedule.microbatches
-        r, kind = int(flat.rank[k]), int(flat.kind[k])
-        a = decode(flat.ids[k], m)
-        wait = line.start[k] - self.previous_end[k]
-        src = int(self.links.source[k])
+        m = self.schedule.microbatches
+        r, kind = self._rank(k), self._kind(k)
+        a = decode(self._ids(k), m)
+        wait = self._start(k) - self._previous_end(k)
+        src = self._source(k)
         what = (f"rank {r} runs {a} ({KIND_NAMES[a.kind]} of micro-batch {a.microbatch}, "
                 f"stage {a.stage})")
         if k in self.first_of_kind:
             what += " — W waits for no other rank, so it can fill time that would be idle"
         if wait > EPS:
-            idle = (f"its first pass, at t = {num(line.start[k])}" if self.first[k]
+            idle = (f"its first pass, at t = {num(self._start(k))}" if self._first(k)
                     else f"after {num(wait)} idle")
-            if src >= 0 and self.links.remote[k]:
+            if src >= 0 and self._remote(k):
                 data = "activation" if kind == 0 else "gradient"
                 comm = ", + t_comm" if self.p.t_comm else ""
                 return (f"{what}, {idle}: it waited for the {data} from rank "
-                        f"{int(flat.rank[src])} ({self.name(src)} ended at "
-                        f"{num(line.end[src])}{comm})")
+                        f"{self._rank(src)} ({self.name(src)} ended at "
+                        f"{num(self._end(src))}{comm})")
             return f"{what}, {idle}"
-        if self.first[k]:
+        if self._first(k):
             return what
         return f"{what}, straight after {self.name(k - 1)}"
 
     def moment(self, j: int, t0: float, t: float, starting: np.ndarray) -> str:
         """What starts between t0 and t (one moment: t0 = t), and the state at t."""
         ranks = self.schedule.ranks
-        parts = [self.describe(int(k)) for k in starting[:3]]
+        parts = [self.describe(k) for k in starting[:3].tolist()]
         if starting.size > 3:
             more = starting.size - 3
             parts.append(f"and {more:,} more pass{'es' if more > 1 else ''} start"

@@ -43,7 +43,8 @@ class CellPath:
 @dataclass(frozen=True)
 class NumberRun:
     ink: str
-    spans: tuple[tuple[float, float, str], ...]      # (x, y, text), relative to the matrix
+    spans: str
+    """the numbers as ``<tspan x y>`` markup, positions relative to the matrix"""
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class MatrixView:
     separators: tuple[float, ...]    # x of gaps between heads (3-D values), relative
     title: str
 
+    def placed(self, y: float, title: str) -> MatrixView:
+        """The same drawing at another height, with another hover text."""
+        return MatrixView(self.x, y, self.w, self.h, self.paths, self.numbers, self.font,
+                          self.separators, title)
+
     @property
     def markup(self) -> Markup:
         """The matrix as an SVG group, written here rather than in a template loop: a deck
@@ -67,11 +73,9 @@ class MatrixView:
         parts += [f'<path fill="{p.fill}" d="{p.d}"/>' for p in self.paths]
         parts += [f'<line class="head-gap" x1="{s}" x2="{s}" y1="-3" y2="{self.h + 3}"/>'
                   for s in self.separators]
-        for run in self.numbers:
-            parts.append(f'<text class="num" font-size="{self.font}" fill="{run.ink}" '
-                         f'text-anchor="middle" dominant-baseline="central">')
-            parts += [f'<tspan x="{x}" y="{y}">{t}</tspan>' for x, y, t in run.spans]
-            parts.append("</text>")
+        parts += [f'<text class="num" font-size="{self.font}" fill="{run.ink}" '
+                  f'text-anchor="middle" dominant-baseline="central">{run.spans}</text>'
+                  for run in self.numbers]
         parts.append(f'<rect class="mx-edge" x="-0.5" y="-0.5" width="{self.w + 1:.1f}" '
                      f'height="{self.h + 1:.1f}"/></g>')
         return Markup("".join(parts))
@@ -130,48 +134,81 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
     stack = values if values.ndim == 3 else values[None]
     src_stack = sources if sources.ndim == 3 else sources[None]
     heads, rows, cols = stack.shape
-    show_rows, show_cols = display_grid(rows, cols * heads, budget)
-    row_starts, col_starts = _blocks(rows, show_rows), _blocks(cols, max(1, show_cols // heads))
-    exact = len(row_starts) == rows and len(col_starts) == cols
-    shown = stack if exact else _block_means(stack, row_starts, col_starts)
-    shown_src = src_stack[:, row_starts][:, :, col_starts]
+    if rows * cols * heads <= budget:            # every cell drawn (display_grid's answer)
+        exact, shown, shown_src = True, stack, src_stack
+    else:
+        show_rows, show_cols = display_grid(rows, cols * heads, budget)
+        row_starts = _blocks(rows, show_rows)
+        col_starts = _blocks(cols, max(1, show_cols // heads))
+        exact = len(row_starts) == rows and len(col_starts) == cols
+        shown = stack if exact else _block_means(stack, row_starts, col_starts)
+        shown_src = src_stack[:, row_starts][:, :, col_starts]
     n_rows, n_cols = shown.shape[1:]
-    # the drawn cells keep the matrix's overall size: each covers a block of real cells
     bw, bh = cols * cell_w / n_cols, rows * cell_h / n_rows
     gap = 1.0 if min(bw, bh) >= 6 else 0.0
     span = hi - lo
-    depth = np.full(shown.shape, 0.5) if span <= 0 else (shown - lo) / span
-    level = np.clip((depth * LEVELS).astype(int), 0, LEVELS - 1)
     font = min(MAX_NUMBER_FONT, bh * 0.52, font_cap)
     fitted = (number_texts(shown, bw, font, integral) if numbers and exact and bw >= 20
               and font >= MIN_NUMBER_FONT else None)
     texts, font = fitted if fitted else (None, font)
-    k_idx, i_idx, j_idx = np.indices(shown.shape).reshape(3, -1)
-    xs = (k_idx * (cols * cell_w + head_gap) + j_idx * bw).tolist()
-    ys = (i_idx * bh).tolist()
-    keys = (shown_src.reshape(-1).astype(int) * LEVELS + level.reshape(-1)).tolist()
-    # without gaps, cells overlap their neighbours by half a pixel so no seam shows between them
-    grow = 0.6 if gap == 0 else -gap
-    w_text, h_text, back = f"{bw + grow:.1f}", f"{bh + grow:.1f}", f"{-bw - grow:.1f}"
+    cell_paths, cell_spans = _grid(heads, n_rows, n_cols, cols * cell_w + head_gap, bw, bh, gap)
+    # a cell's colour: its source's hue at one of LEVELS depths (pale: lo … deep: hi)
+    top = LEVELS - 1
+    if span > 0:
+        level = np.minimum(np.maximum(((shown - lo) / span * LEVELS).astype(int), 0), top)
+        keys = (shown_src.astype(np.int64) * LEVELS + level).ravel().tolist()
+    else:
+        keys = (shown_src.astype(np.int64) * LEVELS + 3).ravel().tolist()
+    # one path per fill and one text per ink, in order of first appearance, cells in order
     cells: dict[str, list[str]] = {}
-    inks: dict[str, list[tuple[float, float, str]]] = {}
-    fills: dict[int, tuple[str, str]] = {}
+    inks: dict[str, list[str]] = {}
+    fills: dict[int, tuple[list[str], list | None]] = {}
     for n, key in enumerate(keys):
-        if key not in fills:
-            fill = colour(key // LEVELS, (key % LEVELS) / (LEVELS - 1))
-            fills[key] = (fill, _ink(fill))
-        fill, ink = fills[key]
-        cells.setdefault(fill, []).append(f"M{xs[n]:.1f} {ys[n]:.1f}h{w_text}v{h_text}h{back}z")
-        if texts is not None:
-            inks.setdefault(ink, []).append(
-                (round(xs[n] + (bw - gap) / 2, 1), round(ys[n] + (bh - gap) / 2, 1), texts[n]))
+        out = fills.get(key)
+        if out is None:
+            fill = colour(key // LEVELS, (key % LEVELS) / top)
+            out = fills[key] = (cells.setdefault(fill, []),
+                                inks.setdefault(_ink(fill), []) if texts is not None else None)
+        out[0].append(cell_paths[n])
+        if out[1] is not None:
+            out[1].append(cell_spans[n] + texts[n] + "</tspan>")
     separators = tuple(round(k * (cols * cell_w + head_gap) - head_gap / 2, 1)
                        for k in range(1, heads))
     width = heads * cols * cell_w + (heads - 1) * head_gap
     return MatrixView(round(x, 1), round(y, 1), round(width, 1), round(rows * cell_h, 1),
                       tuple(CellPath(f, "".join(d)) for f, d in cells.items()),
-                      tuple(NumberRun(ink, tuple(spans)) for ink, spans in inks.items()),
+                      tuple(NumberRun(ink, "".join(spans)) for ink, spans in inks.items()),
                       round(font, 1), separators, title)
+
+
+def _short(v: float) -> str:
+    """A coordinate to 0.1 px, without a trailing ".0" (the path data is most of a deck)."""
+    text = f"{v:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+@lru_cache(maxsize=256)
+def _grid(heads: int, rows: int, cols: int, stride: float, bw: float, bh: float,
+          gap: float) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every cell's subpath and the start of its number's ``<tspan>``, in order (heads, then
+    rows, then columns): the drawn cells keep the matrix's overall size, each covering a block
+    of real cells. Shared by every matrix of the same shape and cell size."""
+    col_x = [k * stride + j * bw for k in range(heads) for j in range(cols)]
+    row_y = [i * bh for i in range(rows)]
+    # without gaps, cells overlap their neighbours by half a pixel so no seam shows between them
+    grow = 0.6 if gap == 0 else -gap
+    tail = f"h{_short(bw + grow)}v{_short(bh + grow)}h{_short(-bw - grow)}z"
+    x_text = [f"M{_short(x)} " for x in col_x]
+    y_text = [f"{_short(y)}{tail}" for y in row_y]
+    span_x = [f'<tspan x="{_short(x + (bw - gap) / 2)}" y="' for x in col_x]
+    span_y = [f'{_short(y + (bh - gap) / 2)}">' for y in row_y]
+    paths, spans = [], []
+    for k in range(heads):
+        for i in range(rows):
+            for j in range(cols):
+                paths.append(x_text[k * cols + j] + y_text[i])
+                spans.append(span_x[k * cols + j] + span_y[i])
+    return tuple(paths), tuple(spans)
 
 
 def width_of(shape: tuple[int, ...], cell_w: float, head_gap: float = 10.0) -> float:

@@ -4,7 +4,7 @@ Drawn as layers for ``static/js/player.js``: frame k holds what began in it — 
 started, the idle stretches (bubbles) that began, the sends that left, the activation memory
 since the previous frame — and, shown only while it is current, the time cursor and arrows from
 each starting pass to the pass it waited for. A standalone SVG of frame k is the deck cut after
-layer k.
+layer k. :mod:`app.views.pipeline_svg` writes the markup.
 
 Passes are coloured by micro-batch (Okabe–Ito up to 8, then viridis) and told apart by kind:
 F solid, B darker, I darker and hatched, W lighter with a dashed edge. When a timeline cannot be
@@ -24,7 +24,7 @@ from app.sim.pipeline_captions import EPS, num
 from app.sim.pipeline_orders import SCHEDULE_KINDS
 from app.sim.pipeline_schedules import KINDS
 from app.views import pipeline_layers as draw
-from app.views.pipeline_layers import LEFT, RIGHT, SUMMARY_COLOURS, Arrow, Block, Rect, pass_fill, x_of
+from app.views.pipeline_layers import LEFT, RIGHT, SUMMARY_COLOURS, Arrow, Block, pass_fill, x_of
 from app.views.plot import linear_ticks
 
 WIDTH, HEIGHT = 1280, 720
@@ -43,12 +43,15 @@ class FrameView:
     veil: float
     """summarised timelines: width of the veil over what lies after the cursor"""
     blocks: tuple[Block, ...]
-    idle: tuple[Rect, ...]
-    memory: tuple[Rect, ...]
-    slices: tuple[Rect, ...]
-    sends: tuple[str, ...]
+    idle: str
+    """path of the idle stretches that begin in this frame"""
+    memory: str
+    """path of the activations held since the previous frame"""
+    sends: str
+    """path of the sends that leave in this frame"""
     arrows: tuple[Arrow, ...]
-    outlines: tuple[Rect, ...]
+    marked: bool
+    """whether its passes are outlined while it is current (not when too many start at once)"""
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,16 @@ class Deck:
     """(kind, fill, text, x)"""
     note: str
     side_header: str
-    ghost: tuple[Rect, ...]
-    """where each rank will be busy, faint, so frame 0 already shows the schedule's shape"""
+    ghost: str
+    """path of where each rank will be busy, faint, so frame 0 already shows the schedule's shape"""
+    slices: dict[str, str]
+    """summarised timelines: a path per colour of the stacked bars"""
+    band: float
+    """height of a pass"""
+    font: float
+    """font of the passes' labels"""
+    bottom: float
+    """the bottom of the last lane"""
     left: float = LEFT
     right: float = RIGHT
 
@@ -96,21 +107,19 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
     frame_of = lambda t: np.minimum(np.searchsorted(cursors[1:], np.asarray(t) - EPS, side="left") + 1,
                                     len(cursors) - 1)
 
-    layers: list[dict[str, list]] = [{"blocks": [], "idle": [], "memory": [], "slices": [],
-                                      "sends": []} for _ in trace.frames]
+    layers: list[dict[str, str]] = [{"idle": "", "memory": "", "sends": ""} for _ in trace.frames]
+    passes: list[Block] = []
+    arrows: list[Arrow | None] = []
     if drawn:
-        draw.blocks(trace, layers, lane_y, band, makespan)
+        passes = draw.blocks(trace, lane_y, band, makespan)
+        arrows = draw.arrows(trace, lane_y, band, makespan)
         draw.memory(trace, layers, lane_y, band, mem_h, makespan, frame_of)
         draw.sends(trace, layers, lane_y, band, makespan, frame_of)
         draw.idle(trace, layers, lane_y, band, makespan, frame_of)
-    else:
-        draw.slices(trace, layers, lane_y, band, makespan)
 
     frames = []
     for f in trace.frames[:last + 1]:
-        starting = trace.by_start[f.lo:f.hi]
-        arrows, outlines = (draw.current(trace, starting, lane_y, band, makespan)
-                            if drawn and f.hi - f.lo <= 64 else ((), ()))
+        marked = drawn and f.hi - f.lo <= 64
         header = "Before the first pass" if f.step == 0 else (
             f"Done · t = {num(f.time)}" if f.phase == "done" else f"t = {num(f.time)} · {f.phase}")
         layer = layers[f.step]
@@ -118,9 +127,10 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
         frames.append(FrameView(f.step, header, round(cursor, 1), f"t = {num(f.time)}",
                                 round(min(max(cursor, LEFT + 40), RIGHT + 40), 1),
                                 0.0 if drawn else round(RIGHT - cursor, 1),
-                                tuple(layer["blocks"]), tuple(layer["idle"]),
-                                tuple(layer["memory"]), tuple(layer["slices"]),
-                                tuple(layer["sends"]), arrows, outlines))
+                                tuple(passes[f.lo:f.hi]), layer["idle"], layer["memory"],
+                                layer["sends"],
+                                tuple(a for a in arrows[f.lo:f.hi] if a) if marked else (),
+                                marked and f.hi > f.lo))
 
     font = min(18.0, max(14.0, lane_h * 0.36))
     every = 1 if lane_h >= 14 else 4 if lane_h >= 5 else 8
@@ -141,7 +151,10 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
                   if t <= makespan + EPS)
     return Deck(WIDTH, HEIGHT, title, drawn, lanes, ticks, tuple(frames),
                 _legend(trace, drawn, mem_h > 0), note, "idle · peak" if lane_h >= 14 else "",
-                draw.ghost(trace, lane_y, band, makespan) if drawn else ())
+                draw.ghost(trace, lane_y, band, makespan) if drawn else "",
+                {} if drawn else draw.slices(trace, lane_y, band, makespan),
+                round(band - 3, 1), round(min(16.0, band * 0.5), 1),
+                round(lane_y[-1] + lane_h, 1))
 
 
 def _legend(trace, drawn: bool, memory: bool) -> tuple[tuple[str, str, str, float], ...]:

@@ -9,7 +9,7 @@ the widest step fits the lane and the tallest operand its height, and one number
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -107,9 +107,10 @@ def _range(op: Operand, cell: tuple[float, float] | None = None) -> tuple[float,
     """(smallest, largest, whether every value is an integer) over every rank's copy; the last
     is only worked out when ``cell`` is large enough to write numbers in."""
     arrays = _distinct(op)
-    lo, hi = min(float(v.min()) for v in arrays), max(float(v.max()) for v in arrays)
+    every = arrays[0] if len(arrays) == 1 else np.concatenate([v.ravel() for v in arrays])
+    lo, hi = float(every.min()), float(every.max())
     readable = cell is None or _readable(cell)
-    integral = readable and all(bool(np.all(np.abs(v - np.round(v)) < 1e-9)) for v in arrays)
+    integral = readable and bool((np.abs(every - np.round(every)) < 1e-9).all())
     return lo, hi, integral
 
 
@@ -173,7 +174,7 @@ def _row(ops: list[Operand], symbols: list[str], step: Step, tp: int, lanes, col
                 drawn[key] = matrix.draw(op.values[r], op.sources[r], x, top, cell_w, cell_h,
                                          lo, hi, colour, budget=budget, integral=integral,
                                          font_cap=font_cap)
-            placed.append(Placed(replace(drawn[key], y=round(top, 1), title=_title(op, r))))
+            placed.append(Placed(drawn[key].placed(round(top, 1), _title(op, r))))
         texts += _column_head(op, x, w)
         spots.append((x, w))
         sw, font = _symbol_width(symbol)
@@ -279,7 +280,7 @@ def _after(after: Operand, x: float, before_x: float, lanes, colour, cell, tp: i
                 drawn[key] = matrix.draw(after.values[r], after.sources[r], x, top, cell_w,
                                          cell_h, lo, hi, colour, budget=budget,
                                          integral=integral, font_cap=font_cap)
-            placed.append(Placed(replace(drawn[key], y=round(top, 1), title=_title(after, r))))
+            placed.append(Placed(drawn[key].placed(round(top, 1), _title(after, r))))
             continue
         pieces = np.split(after.values[r], tp, axis=axis)
         sources = np.split(after.sources[r], tp, axis=axis)

@@ -1,7 +1,11 @@
 // Pipeline deck: hovering (or focusing) a pass draws its dependencies — solid arrows from the
 // passes whose output it reads, dashed arrows to the passes that read its output — and fades
-// the rest. Passes are <g class="pp" data-pass="i" data-deps="j k"> (app/views/pipeline.py); the
-// listeners sit on the document, so decks swapped in by htmx work without re-initialising.
+// the rest. Passes are <g class="pp" data-pass="i" data-deps="j k"> (app/views/pipeline_svg.py);
+// the listeners sit on the document, so decks swapped in by htmx work without re-initialising.
+//
+// The time cursor, its label, the header (and the veil of a summarised timeline) are drawn once,
+// at the frame the page opened on; when the player shows frame k they move to the time in that
+// frame's layer: <g class="frame" data-frame="k" data-x data-pill data-t data-head>.
 (function () {
   "use strict";
   var SVG = "http://www.w3.org/2000/svg";
@@ -66,5 +70,30 @@
   document.addEventListener("pointerout", function (event) {
     var g = event.target.closest && event.target.closest(".pipeline-deck g.pp");
     if (g && !(event.relatedTarget && g.contains(event.relatedTarget))) clear(g.ownerSVGElement);
+  });
+
+  // The player showed frame k: move the cursor, its label, the veil and the header there.
+  document.addEventListener("player:frame", function (event) {
+    var svg = event.target.querySelector && event.target.querySelector("svg.pipeline-deck");
+    var frame = svg && svg.querySelector('g.frame[data-frame="' + event.detail.frame + '"]');
+    var now = svg && svg.querySelector(".pp-now");
+    if (!frame || !now) return;
+    var d = frame.dataset;
+    var cursor = now.querySelector(".pp-cursor");
+    if (event.detail.frame === 0) cursor.setAttribute("display", "none");
+    else cursor.removeAttribute("display");
+    var line = cursor.querySelector("line"), pill = cursor.querySelector("rect"),
+        label = cursor.querySelector("text");
+    line.setAttribute("x1", d.x);
+    line.setAttribute("x2", d.x);
+    pill.setAttribute("x", String(+d.pill - 56));
+    label.setAttribute("x", d.pill);
+    label.textContent = d.t;
+    now.querySelector(".step-header").textContent = d.head;
+    var veil = now.querySelector(".veil");
+    if (veil) {
+      veil.setAttribute("x", d.x);
+      veil.setAttribute("width", String(Math.max(0, +veil.dataset.right - d.x)));
+    }
   });
 })();

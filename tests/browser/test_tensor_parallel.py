@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +34,10 @@ def test_slider_block_and_keyboard(page):
     page.locator("label:has(input[name=sequence_parallel][value=true])").click()
     page.wait_for_url(re.compile(r"sequence_parallel=true"))
     page.wait_for_function("document.querySelector('#stage [data-player]').dataset.frames == '21'")
-    assert "reduce-scatter" in page.locator("#stage .panel").first.inner_text()
+    # the panels below the fold render once scrolled to (content-visibility: auto)
+    panel = page.locator("#stage .panel").first
+    panel.scroll_into_view_if_needed()
+    expect(panel).to_contain_text("reduce-scatter", use_inner_text=True)
 
     # step with the keyboard: the caption and the address bar follow
     page.locator("svg.deck").click()
