@@ -13,36 +13,21 @@ file of its own: the style sheet inlined, concrete colours, frames up to ``curre
 
 from __future__ import annotations
 
-from html import escape
-
 from markupsafe import Markup
 
 from app.views.checkpointing import STRIP_H, STRIP_TOP, CheckpointDeck, FrameView, LayerCell
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import esc as _e
+from app.views.svg import num2 as _n
 
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
 THIN = 6.0
 """cells narrower than this (long models) are drawn without their dashed outline"""
-
-
-def _n(x: float) -> str:
-    """A coordinate in as few characters as it needs (two decimals at most)."""
-    return f"{x:.2f}".rstrip("0").rstrip(".")
-
-
-def _e(text: str) -> str:
-    return escape(text, quote=True)
 
 
 def render(deck: CheckpointDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    size = f'width="{deck.width}" height="{height}" ' if standalone else ""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="deck" '
-           f'viewBox="0 0 {deck.width} {height}" {size}role="img" '
-           f'aria-label="{_e(deck.title)}" font-family="{FONT}">']
-    if style:
-        out.append(f"<defs><style>{style}</style></defs>")
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style)]
     out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
                f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
                f'font-size="18">{_e(deck.title)}</text>'
@@ -63,16 +48,12 @@ def render(deck: CheckpointDeck, current: int, *, standalone: bool = False,
     out.append('<g class="muted" font-size="14">')
     out += [f'<text x="{_n(x + 24)}" y="703">{_e(text)}</text>' for x, _, text in deck.legend]
     out.append("</g></g>")
-    for k, line in enumerate(caption if standalone else ()):
-        out.append(f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" '
-                   f'font-size="17">{_e(line)}</text>')
+    if standalone:
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.frames[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for f in later:
-            out += _frame(deck, f, current, standalone)
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([part for f in deck.frames[current + 1:]
+                                 for part in _frame(deck, f, current, standalone)]))
     return Markup("".join(out))
 
 

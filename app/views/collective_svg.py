@@ -16,29 +16,23 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.collective import COMPLETE, Deck
-from app.views.svg import attrs, el, text, title
+from app.views.svg import (CAPTION_HEIGHT, attrs, caption_texts, deck_open, el, later_frames,
+                           text, title)
 
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="deck" '
-           f'viewBox="0 0 {deck.width} {height}" '
-           + (f'width="{deck.width}" height="{height}" ' if standalone else "")
-           + f'role="img" aria-label="{escape(deck.title)}" font-family="{FONT}">', "<defs>"]
-    if style:
-        out.append(f"<style>{style}</style>")
-    for s in deck.stripes:
-        width = 1 / len(s.colours)
-        out.append(f'<pattern id="{s.id}" patternUnits="objectBoundingBox" '
-                   'patternContentUnits="objectBoundingBox" width="1" height="1">'
-                   + "".join(el("rect", x=round(k * width, 4), y=0, width=round(width + 0.001, 4),
-                                height=1, fill=c) for k, c in enumerate(s.colours))
-                   + "</pattern>")
-    out.append("</defs>")
+    stripes = "".join(
+        f'<pattern id="{s.id}" patternUnits="objectBoundingBox" '
+        'patternContentUnits="objectBoundingBox" width="1" height="1">'
+        + "".join(el("rect", x=round(k / len(s.colours), 4), y=0,
+                     width=round(1 / len(s.colours) + 0.001, 4), height=1, fill=c)
+                  for k, c in enumerate(s.colours))
+        + "</pattern>" for s in deck.stripes)
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
+                     defs=stripes)]
     out.append(el("rect", class_="bg", x=0, y=0, width=deck.width, height=height))
     out.append(text(deck.width - 18, 34, deck.title, class_="ink title", text_anchor="end",
                     font_size=20))
@@ -52,15 +46,11 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     out.append("</g>")
     out += _legend(deck)
     if standalone:
-        for k, line in enumerate(caption):
-            out.append(text(22, deck.height + 22 + k * 24, line, class_="ink", font_size=17))
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.frames[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for frame in later:
-            out += _frame(deck, frame, current, standalone)
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([part for frame in deck.frames[current + 1:]
+                                 for part in _frame(deck, frame, current, standalone)]))
     return Markup("".join(out))
 
 
@@ -128,7 +118,7 @@ def _frame(deck: Deck, frame, current: int, standalone: bool) -> list[str]:
     if not standalone or index == current:
         out.append('<g class="only-current arrows">')
         for a in frame.arrows:
-            out.append(f'<g class="arrow">'
+            out.append('<g class="arrow">'
                        + el("path", d=a.d, fill="none", stroke=a.colour, stroke_width=a.width,
                             stroke_dasharray="10 6" if a.dashed else None,
                             stroke_linecap="round")

@@ -275,7 +275,7 @@ def _notes(trace, clock, t_us: float) -> tuple[Label, ...]:
 # --- panels -----------------------------------------------------------------------------------
 
 def panels(trace: DataParallelTrace) -> dict:
-    p, t = trace.params, trace.timeline
+    p = trace.params
     ddp = trace.tiny["ddp"].final_params
     out = {"human_bytes": human_bytes,
            "differences": {m: float(abs(tr.final_params - ddp).max()) for m, tr in trace.tiny.items()}}

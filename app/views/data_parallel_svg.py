@@ -16,20 +16,14 @@ from markupsafe import Markup
 
 from app.views.collective import Label
 from app.views.data_parallel import Deck, FrameView
-
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, spans_text
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     w = deck.width
     h = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    size = f'width="{w}" height="{h}" ' if standalone else ""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="deck" viewBox="0 0 {w} {h}" {size}'
-           f'role="img" aria-label="{escape(deck.title)}" font-family="{FONT}">']
-    if style:
-        out.append(f"<defs><style>{style}</style></defs>")
+    out = [deck_open(w, deck.height, deck.title, standalone=standalone, style=style)]
     out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
     out.append(f'<text class="ink title" x="{w - 18}" y="34" text-anchor="end" font-size="20">'
                f'{escape(deck.title)}</text>')
@@ -39,22 +33,13 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += _frame(f, current, standalone, deck.axis_y)
     out.append("</g>")
     out += _legend(deck)
-    for k, line in enumerate(caption if standalone else ()):
-        out.append(f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" font-size="17">'
-                   f'{escape(line)}</text>')
+    if standalone:
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.frames[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for f in later:
-            out += _frame(f, current, standalone, deck.axis_y)
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([part for f in deck.frames[current + 1:]
+                                 for part in _frame(f, current, standalone, deck.axis_y)]))
     return Markup("".join(out))
-
-
-def _text(attrs: str, spans: list[str]) -> str:
-    """One ``<text>`` holding several labels, each a ``<tspan>`` placed on its own."""
-    return f"<text {attrs}>{''.join(spans)}</text>" if spans else ""
 
 
 def _paint(colour: str) -> str:
@@ -67,13 +52,13 @@ def _paint(colour: str) -> str:
 def _axes(deck: Deck) -> list[str]:
     """What every frame shares: lane names, the time axis, the strip's title and legend."""
     y = deck.axis_y
-    out = [_text('class="ink" text-anchor="end"',
+    out = [spans_text('class="ink" text-anchor="end"',
                  [f'<tspan x="{t.x}" y="{t.y}" dy="0.35em" font-size="{t.size}">{t.text}'
                   f'</tspan>' for t in deck.lane_names]),
            f'<line class="axis-line" x1="180" x2="1250" y1="{y}" y2="{y}"/>']
     out += [f'<line class="axis-line" x1="{x}" x2="{x}" y1="{y}" y2="{y + 6}"/>'
             for x, _ in deck.ticks]
-    out.append(_text('class="muted" text-anchor="middle" font-size="14"',
+    out.append(spans_text('class="muted" text-anchor="middle" font-size="14"',
                      [f'<tspan x="{x}" y="{y + 24}">{label}</tspan>'
                       for x, label in deck.ticks]))
     if deck.strip_title:
@@ -83,10 +68,10 @@ def _axes(deck: Deck) -> list[str]:
         paint = (f' class="{colour[6:]}"' if colour.startswith("class:") else
                  f' fill="{colour}"' if colour else ' class="freed"')
         out.append(f'<rect x="{x}" y="{ly - 13}" width="24" height="16"{paint}/>')
-    out.append(_text('class="muted" font-size="14"',
+    out.append(spans_text('class="muted" font-size="14"',
                      [f'<tspan x="{x + 30}" y="{ly}">{text}</tspan>'
                       for x, ly, _, text in deck.strip_legend]))
-    out.append(_text('class="ink" font-weight="600"',
+    out.append(spans_text('class="ink" font-weight="600"',
                      [f'<tspan x="{t.x}" y="{t.y}" font-size="{t.size}">{t.text}</tspan>'
                       for t in deck.utilisation]))
     if deck.strip_outline:
@@ -96,7 +81,7 @@ def _axes(deck: Deck) -> list[str]:
 
 
 def _labels(labels: tuple[Label, ...], anchor: str) -> str:
-    return _text(f'text-anchor="{anchor}"',
+    return spans_text(f'text-anchor="{anchor}"',
                  [f'<tspan x="{t.x}" y="{t.y}" font-size="{t.size}"{_paint(t.colour)}>{t.text}'
                   f'</tspan>' for t in labels if t.anchor == anchor])
 
@@ -127,7 +112,7 @@ def _legend(deck: Deck) -> list[str]:
     out = ['<g class="legend">']
     out += [f'<rect x="{x}" y="684" width="22" height="16" fill="{colour}" rx="2"/>'
             for x, colour, _ in deck.legend]
-    out.append(_text('class="muted" y="697" font-size="14"',
+    out.append(spans_text('class="muted" y="697" font-size="14"',
                      [f'<tspan x="{x + 28}">{text}</tspan>' for x, _, text in deck.legend]))
     out.append("</g>")
     return out

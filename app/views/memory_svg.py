@@ -18,24 +18,19 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.memory import Box, Deck, Layer, Text
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
 
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     w = deck.width
     h = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    size = f'width="{w}" height="{h}" ' if standalone else ""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="deck memory-deck" '
-           f'viewBox="0 0 {w} {h}" {size}role="img" aria-label="{escape(deck.title.text)}" '
-           f'font-family="{FONT}"><defs>']
-    if style:
-        out.append(f"<style>{style}</style>")
-    out.append('<pattern id="memory-hatch" patternUnits="userSpaceOnUse" width="9" height="9" '
-               'patternTransform="rotate(45)"><rect width="3.5" height="9" fill="#ffffff" '
-               'fill-opacity="0.45"/></pattern></defs>')
+    out = [deck_open(w, deck.height, deck.title.text, standalone=standalone, style=style,
+                     cls="deck memory-deck",
+                     defs='<pattern id="memory-hatch" patternUnits="userSpaceOnUse" width="9" '
+                          'height="9" patternTransform="rotate(45)"><rect width="3.5" '
+                          'height="9" fill="#ffffff" fill-opacity="0.45"/></pattern>')]
     out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
     out.append(texts((deck.title,)))
     # the bar's axis and the GPU's capacity
@@ -59,16 +54,12 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         swatch = f'x="{t.x - 26}" y="{t.y - 13}" width="20" height="18" rx="3"'
         out.append(f'<rect {swatch} class="hatch-swatch" fill="#999999"/>'
                    f'<rect {swatch} fill="url(#memory-hatch)"/>' + texts((t,)))
-    for k, line in enumerate(caption if standalone else ()):
-        out.append(f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" font-size="17">'
-                   f'{escape(line)}</text>')
+    if standalone:
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.layers[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for layer in later:
-            out += _layer(layer, current, standalone)
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([part for layer in deck.layers[current + 1:]
+                                 for part in _layer(layer, current, standalone)]))
     return Markup("".join(out))
 
 

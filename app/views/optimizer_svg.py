@@ -17,15 +17,15 @@ caption underneath.
 
 from __future__ import annotations
 
-from html import escape
-
 from markupsafe import Markup
 
 from app.templating import PAGE_COLOURS
 from app.views.optimizer import FrameView, OptimizerDeck, RowCells
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import esc as _e
+from app.views.svg import num as _n
+from app.views.svg import num2 as _n2
 
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
 CENTRE = 0.35
 """a number's baseline sits this many ems below the centre of its box (dy="0.35em")"""
 INK = "#000000"
@@ -36,30 +36,10 @@ DASH = 8.0
 """half the width of the dash that stands for a value not computed yet"""
 
 
-def _n(x: float) -> str:
-    """A coordinate in as few characters as it needs (one decimal at most)."""
-    return f"{x:.1f}".rstrip("0").rstrip(".")
-
-
-def _n2(x: float) -> str:
-    """Two decimals, for a text's baseline: glyphs snap to whole pixels, and a baseline
-    rounded across a pixel's boundary would move them by one."""
-    return f"{x:.2f}".rstrip("0").rstrip(".")
-
-
-def _e(text: str) -> str:
-    return escape(text, quote=True)
-
-
 def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    size = f'width="{deck.width}" height="{height}" ' if standalone else ""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="deck" '
-           f'viewBox="0 0 {deck.width} {height}" {size}role="img" '
-           f'aria-label="{_e(deck.title)}" font-family="{FONT}">']
-    if style:
-        out.append(f"<defs><style>{style}</style></defs>")
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style)]
     out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
                f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
                f'font-size="20">{_e(deck.title)}</text>')
@@ -75,16 +55,12 @@ def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
     for f in deck.frames[:current + 1]:
         out += _frame(cells, f, current, standalone)
     out.append("</g>")
-    for k, line in enumerate(caption if standalone else ()):
-        out.append(f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" '
-                   f'font-size="17">{_e(line)}</text>')
+    if standalone:
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.frames[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for f in later:
-            out += _frame(cells, f, current, standalone)
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([part for f in deck.frames[current + 1:]
+                                 for part in _frame(cells, f, current, standalone)]))
     return Markup("".join(out))
 
 

@@ -5,7 +5,7 @@ are outlined, its arrows show), and the cursor and header are drawn once, at its
 (static/js/pipeline.js moves them when the player shows another frame). The frames after it are
 not part of the drawing yet: they follow the ``<svg>`` in an inert
 ``<template class="deck-later">`` as empty layers that carry their markup in an attribute
-(:func:`_lazy`), so a slider move costs the browser neither their style and layout nor the
+(:func:`app.views.svg.lazy_layer`), so a slider move costs the browser neither their style and layout nor the
 parsing of their elements; static/js/lazy_frames.js makes the elements and static/js/player.js
 moves the layer into the deck when it is needed. Without JavaScript the page shows the frame in
 its URL, which needs no later frame. ``standalone`` is a file of its own: the style sheet
@@ -22,27 +22,23 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.pipeline import Deck, FrameView
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, lazy_layer
 
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
 MB_SWATCH = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    size = f'width="{deck.width}" height="{height}" ' if standalone else ""
-    out = [f'<svg class="deck pipeline-deck" xmlns="http://www.w3.org/2000/svg" '
-           f'viewBox="0 0 {deck.width} {height}" {size}role="img" '
-           f'aria-label="{escape(deck.title)}" font-family="{FONT}"><defs>']
-    if style:
-        out.append(f"<style>{style}</style>")
-    out.append('<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" height="8" '
-               'patternTransform="rotate(45)"><line class="idle-line" x1="0" y1="0" x2="0" '
-               'y2="8"/></pattern>'
-               '<pattern id="pp-hatch" patternUnits="userSpaceOnUse" width="7" height="7" '
-               'patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" y2="7" '
-               'stroke="#ffffff" stroke-width="2.2" stroke-opacity="0.75"/></pattern></defs>')
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
+                     cls="deck pipeline-deck",
+                     defs='<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" '
+                          'height="8" patternTransform="rotate(45)"><line class="idle-line" '
+                          'x1="0" y1="0" x2="0" y2="8"/></pattern>'
+                          '<pattern id="pp-hatch" patternUnits="userSpaceOnUse" width="7" '
+                          'height="7" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" '
+                          'y2="7" stroke="#ffffff" stroke-width="2.2" stroke-opacity="0.75"/>'
+                          '</pattern>')]
     out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
                f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
                f'font-size="20">{escape(deck.title)}</text>')
@@ -58,26 +54,13 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     out.append('<g class="pp-hover" aria-hidden="true"></g>')
     out += _legend(deck)
     if standalone:
-        out += [f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" '
-                f'font-size="17">{escape(line)}</text>' for k, line in enumerate(caption)]
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.frames[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for f in later:
-            out.append(_lazy(_frame(deck, f, current, standalone)))
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([lazy_layer(_frame(deck, f, current, standalone))
+                                 for f in deck.frames[current + 1:]]))
     return Markup("".join(out))
 
-
-def _lazy(frame: list[str]) -> str:
-    """A later frame as an empty layer that carries its content as text: parsing an attribute
-    costs the browser next to nothing, parsing its elements a few microseconds each.
-    static/js/lazy_frames.js turns it into elements when the player gets near it. Inside a
-    single-quoted attribute only ' and & need escaping."""
-    head, body = frame[0], "".join(frame[1:-1])
-    body = body.replace("&", "&amp;").replace("'", "&#39;")
-    return f"{head[:-1]} data-markup='{body}'></g>"
 
 
 def _lanes(deck: Deck) -> list[str]:

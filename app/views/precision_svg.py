@@ -20,22 +20,13 @@ from markupsafe import Markup
 
 from app.views.precision import (Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame,
                                  binade_label)
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import num as _n
+from app.views.svg import num2 as _n2
 
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
 BIT_H = 28
 
 
-def _n(x: float) -> str:
-    """A coordinate in as few characters as it needs (one decimal at most)."""
-    text = f"{x:.1f}"
-    return text[:-2] if text.endswith(".0") else text
-
-
-def _n2(x: float) -> str:
-    """Two decimals, for what text is placed by: its glyphs snap to whole pixels, and a
-    baseline rounded across a pixel's boundary moves them by one."""
-    return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
 def _e(text: str) -> str:
@@ -47,13 +38,11 @@ def _e(text: str) -> str:
 
 def _open(width: int, height: int, label: str, standalone: bool = False,
           style: str = "") -> list[str]:
-    size = f'width="{width}" height="{height}" ' if standalone else ""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="deck" viewBox="0 0 {width} {height}" '
-           f'{size}role="img" aria-label="{_e(label)}" font-family="{FONT}">']
-    if style:
-        out.append(f"<defs><style>{style}</style></defs>")
-    out.append(f'<rect class="bg" x="0" y="0" width="{width}" height="{height}"/>')
-    return out
+    """A drawing ``height`` tall: its ``<svg>`` start tag and background (under the caption
+    too, when it is a file of its own)."""
+    total = height + (CAPTION_HEIGHT if standalone else 0)
+    return [deck_open(width, height, label, standalone=standalone, style=style),
+            f'<rect class="bg" x="0" y="0" width="{width}" height="{total}"/>']
 
 
 def _boxes(boxes, r: float = 0.0) -> str:
@@ -135,7 +124,7 @@ def range_svg(fig: RangeFigure) -> Markup:
     out.append(f'<text class="ink" x="22" y="30" font-size="19" font-weight="700">'
                f'{_e(fig.title)}</text>')
     bottom = fig.height - 36
-    out.append(f'<path class="gridline" d="'
+    out.append('<path class="gridline" d="'
                + "".join(f"M{_n(t.x)},44V{_n(bottom)}" for t in fig.ticks) + '"/>')
     out.append('<g class="muted" text-anchor="middle" font-size="14">')
     out += [f'<text x="{_n(t.x)}" y="{fig.height - 14}">{_e(t.label)}</text>' for t in fig.ticks]
@@ -172,8 +161,7 @@ def range_svg(fig: RangeFigure) -> Markup:
 
 def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
               caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = _open(deck.width, height, deck.title, standalone, style)
+    out = _open(deck.width, deck.height, deck.title, standalone, style)
     out.append(f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
                f'font-size="18">{_e(deck.title)}</text>')
     base = deck.hist_base
@@ -197,7 +185,7 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
     if deck.y_ticks:
         out.append('<path class="gridline" d="'
                    + "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y, _ in deck.y_ticks) + '"/>')
-    out.append(f'<g class="muted" font-size="14"><g text-anchor="end">')
+    out.append('<g class="muted" font-size="14"><g text-anchor="end">')
     out += [f'<text x="{_n(left - 10)}" y="{_n(y + 5)}">{_e(label)}</text>'
             for y, label in deck.y_ticks]
     out.append('</g><g text-anchor="middle">')
@@ -218,16 +206,12 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
     out.append('<g class="muted" font-size="14">')
     out += [f'<text x="{_n(x + 24)}" y="703">{_e(text)}</text>' for x, _, text in deck.legend]
     out.append("</g></g>")
-    for k, line in enumerate(caption if standalone else ()):
-        out.append(f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" '
-                   f'font-size="17">{_e(line)}</text>')
+    if standalone:
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.frames[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for f in later:
-            out += _frame(deck, f, current, standalone)
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([part for f in deck.frames[current + 1:]
+                                 for part in _frame(deck, f, current, standalone)]))
     return Markup("".join(out))
 
 

@@ -36,3 +36,73 @@ def title(text: str) -> str:
 
 def text(x: float, y: float, content: str, **values) -> str:
     return el("text", content, x=round(x, 1), y=round(y, 1), **values)
+
+
+# --- what every scene's deck writer (app/views/*_svg.py) shares --------------------------------
+
+FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
+CAPTION_HEIGHT = 90          # room under a standalone deck for its caption
+SVG_NS = "http://www.w3.org/2000/svg"
+
+
+def num(x: float) -> str:
+    """A coordinate in as few characters as it needs (one decimal at most)."""
+    text = f"{x:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def num2(x: float) -> str:
+    """Two decimals at most, for what text is placed by: glyphs snap to whole pixels, and a
+    baseline rounded across a pixel's boundary would move them by one."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def esc(content: str) -> str:
+    """Text content or an attribute value, quotes included."""
+    return escape(content, quote=True)
+
+
+def spans_text(attributes: str, spans: list[str]) -> str:
+    """One ``<text>`` holding several labels, each a ``<tspan>`` placed on its own: a browser
+    lays out a text element at a cost that dwarfs its spans'."""
+    return f"<text {attributes}>{''.join(spans)}</text>" if spans else ""
+
+
+def deck_open(width: float, height: float, label: str, *, standalone: bool, style: str = "",
+              defs: str = "", cls: str = "deck") -> str:
+    """A deck's ``<svg>`` start tag and its ``<defs>``: ``height`` is the drawing's; a
+    standalone file (an export) gets the caption's room beneath it, a size of its own and the
+    style sheet inlined; ``defs`` holds the deck's patterns and gradients."""
+    if standalone:
+        height += CAPTION_HEIGHT
+    size = f'width="{width}" height="{height}" ' if standalone else ""
+    inner = (f"<style>{style}</style>" if style else "") + defs
+    return (f'<svg xmlns="{SVG_NS}" class="{cls}" viewBox="0 0 {width} {height}" {size}'
+            f'role="img" aria-label="{esc(label)}" font-family="{FONT}">'
+            + (f"<defs>{inner}</defs>" if inner else ""))
+
+
+def caption_texts(caption, top: float) -> list[str]:
+    """A standalone deck's caption, a line each, under the drawing that ends at ``top``."""
+    return [f'<text class="ink" x="22" y="{num(top + 22 + k * 24)}" font-size="17">'
+            f'{esc(line)}</text>' for k, line in enumerate(caption)]
+
+
+def later_frames(frames: list[str]) -> str:
+    """The frames after the current one, in an inert ``<template class="deck-later">`` after
+    the ``<svg>``: it costs the browser no style or layout work until the player moves a frame
+    into the deck (static/js/player.js). "" when there are none."""
+    if not frames:
+        return ""
+    return f'<template class="deck-later"><svg xmlns="{SVG_NS}">{"".join(frames)}</svg></template>'
+
+
+def lazy_layer(frame: list[str]) -> str:
+    """A later frame (its ``<g …>`` start tag, its content, ``</g>``) as an empty layer that
+    carries its content as text: parsing an attribute costs the browser next to nothing,
+    parsing its elements a few microseconds each. static/js/lazy_frames.js turns it into
+    elements when the player gets near it. Inside a single-quoted attribute only ' and & need
+    escaping."""
+    head, body = frame[0], "".join(frame[1:-1])
+    body = body.replace("&", "&amp;").replace("'", "&#39;")
+    return f"{head[:-1]} data-markup='{body}'></g>"

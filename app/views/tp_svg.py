@@ -22,24 +22,19 @@ from markupsafe import Markup
 
 from app.views.tensor_parallel import Deck
 from app.views.tp_frames import FrameView, Text
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, lazy_layer
 
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
 LEGEND_FILLS = {"grey": "#bcc3cb", "dark": "#3a4250", "shade": "url(#tp-shade)"}
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    size = f'width="{deck.width}" height="{height}" ' if standalone else ""
-    out = [f'<svg class="deck tp-deck" xmlns="http://www.w3.org/2000/svg" '
-           f'viewBox="0 0 {deck.width} {height}" {size}role="img" '
-           f'aria-label="{escape(deck.title)}" font-family="{FONT}"><defs>']
-    if style:
-        out.append(f"<style>{style}</style>")
-    out.append('<linearGradient id="tp-shade" x1="0" x2="1" y1="0" y2="0"><stop offset="0" '
-               'stop-color="#eef0f2"/><stop offset="1" stop-color="#0072B2"/></linearGradient>'
-               '</defs>')
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
+                     cls="deck tp-deck",
+                     defs='<linearGradient id="tp-shade" x1="0" x2="1" y1="0" y2="0"><stop '
+                          'offset="0" stop-color="#eef0f2"/><stop offset="1" '
+                          'stop-color="#0072B2"/></linearGradient>')]
     out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
                f'<text class="muted" x="{deck.width - 18}" y="32" text-anchor="end" '
                f'font-size="16">{escape(deck.title)}</text>')
@@ -52,26 +47,13 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     out.append("</g>")
     out += _legend(deck)
     if standalone:
-        out += [f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" '
-                f'font-size="17">{escape(line)}</text>' for k, line in enumerate(caption)]
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = [f for f in deck.frames if f.index > current]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for f in later:
-            out.append(_lazy(_frame(deck, f, current)))
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([lazy_layer(_frame(deck, f, current))
+                                 for f in deck.frames if f.index > current]))
     return Markup("".join(out))
 
-
-def _lazy(frame: list[str]) -> str:
-    """A later frame as an empty layer that carries its content as text: parsing an attribute
-    costs the browser next to nothing, parsing its elements a few microseconds each.
-    static/js/lazy_frames.js turns it into elements when the player gets near it. Inside a
-    single-quoted attribute only ' and & need escaping."""
-    head, body = frame[0], "".join(frame[1:-1])
-    body = body.replace("&", "&amp;").replace("'", "&#39;")
-    return f"{head[:-1]} data-markup='{body}'></g>"
 
 
 def _text(t: Text) -> str:

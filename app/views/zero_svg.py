@@ -17,24 +17,18 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.zero import Deck, FrameView
-
-FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
-CAPTION_HEIGHT = 90
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, spans_text
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     w = deck.width
     h = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    size = f'width="{w}" height="{h}" ' if standalone else ""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="deck" viewBox="0 0 {w} {h}" {size}'
-           f'role="img" aria-label="{escape(deck.title)}" font-family="{FONT}"><defs>']
-    if style:
-        out.append(f"<style>{style}</style>")
-    out.append('<pattern id="pad-hatch" patternUnits="userSpaceOnUse" width="7" height="7" '
-               'patternTransform="rotate(45)"><rect width="7" height="7" fill="#d9dde3"/>'
-               '<line x1="0" y1="0" x2="0" y2="7" stroke="#7d8896" stroke-width="3"/>'
-               '</pattern></defs>')
+    out = [deck_open(w, deck.height, deck.title, standalone=standalone, style=style,
+                     defs='<pattern id="pad-hatch" patternUnits="userSpaceOnUse" width="7" '
+                          'height="7" patternTransform="rotate(45)"><rect width="7" height="7" '
+                          'fill="#d9dde3"/><line x1="0" y1="0" x2="0" y2="7" stroke="#7d8896" '
+                          'stroke-width="3"/></pattern>')]
     out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
     out.append(f'<text class="ink title" x="{w - 18}" y="34" text-anchor="end" font-size="20">'
                f'{escape(deck.title)}</text>')
@@ -44,23 +38,13 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += _frame(deck, f, current, standalone)
     out.append("</g>")
     out += _legend(deck)
-    for k, line in enumerate(caption if standalone else ()):
-        out.append(f'<text class="ink" x="22" y="{deck.height + 22 + k * 24}" font-size="17">'
-                   f'{escape(line)}</text>')
+    if standalone:
+        out += caption_texts(caption, deck.height)
     out.append("</svg>")
-    later = deck.frames[current + 1:]
-    if later and not standalone:
-        out.append('<template class="deck-later"><svg xmlns="http://www.w3.org/2000/svg">')
-        for f in later:
-            out += _frame(deck, f, current, standalone)
-        out.append("</svg></template>")
+    if not standalone:
+        out.append(later_frames([part for f in deck.frames[current + 1:]
+                                 for part in _frame(deck, f, current, standalone)]))
     return Markup("".join(out))
-
-
-def _text(attrs: str, spans: list[str]) -> str:
-    """One ``<text>`` holding several labels, each a ``<tspan>`` placed on its own: a browser
-    lays out a text element at a cost that dwarfs its spans'."""
-    return f"<text {attrs}>{''.join(spans)}</text>" if spans else ""
 
 
 def _grid_frame(deck: Deck) -> list[str]:
@@ -72,21 +56,21 @@ def _grid_frame(deck: Deck) -> list[str]:
     out += [f'<circle cx="{n.x}" cy="{n.y}" r="{n.r}" fill="{n.fill}" class="node" '
             f'data-tip="rank {n.rank}"/>' for n in deck.ring]
     size = min(round(first.r * 0.9, 1), 16)
-    out.append(_text(f'text-anchor="middle" font-weight="700" font-size="{size}"',
+    out.append(spans_text(f'text-anchor="middle" font-weight="700" font-size="{size}"',
                      [f'<tspan x="{n.x}" y="{n.y}" dy="0.35em" fill="{n.ink}">{n.rank}</tspan>'
                       for n in deck.ring]))
     for lb in deck.ellipsis:
         out.append(f'<text class="ink" x="{lb.x}" y="{lb.y}" text-anchor="middle" '
                    f'font-size="{lb.size}">{lb.text}</text>')
     if deck.row_labels:
-        out.append(_text(f'class="muted" text-anchor="end" '
+        out.append(spans_text(f'class="muted" text-anchor="end" '
                          f'font-size="{deck.row_labels[0].size}"',
                          [f'<tspan x="{lb.x}" y="{lb.y}" dy="0.35em">{lb.text}</tspan>'
                           for lb in deck.row_labels]))
-    out.append(_text('class="ink" text-anchor="middle" font-weight="600"',
+    out.append(spans_text('class="ink" text-anchor="middle" font-weight="600"',
                      [f'<tspan x="{lb.x}" y="{lb.y}" font-size="{lb.size}">{lb.text}</tspan>'
                       for lb in deck.unit_labels]))
-    out.append(_text('text-anchor="middle" font-weight="700" font-size="13"',
+    out.append(spans_text('text-anchor="middle" font-weight="700" font-size="13"',
                      [f'<tspan x="{lb.x}" y="{lb.y}" fill="{lb.colour}">{lb.text}</tspan>'
                       for lb in deck.shard_labels]))
     out.append('<g class="axis-line" stroke-dasharray="3 3">')
@@ -122,7 +106,7 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
             out += [f'<text class="cn {n.ink}" x="{x}" y="{y}">{text}</text>'
                     for x, y, text in n.at]
         else:               # a span on the same row as the one before keeps its y
-            out.append(_text(f'class="cn {n.ink}"', [
+            out.append(spans_text(f'class="cn {n.ink}"', [
                 f'<tspan x="{x}" y="{y}">{text}</tspan>' if k == 0 or y != n.at[k - 1][1]
                 else f'<tspan x="{x}">{text}</tspan>' for k, (x, y, text) in enumerate(n.at)]))
     if not standalone or f.index == current:
@@ -138,15 +122,15 @@ def _overlays(deck: Deck, f: FrameView) -> list[str]:
     out = ['<g class="only-current">']
     out += [f'<rect x="{bx}" y="{s.y}" width="{bw}" height="{s.h}" fill="{s.colour}"/>'
             for s in f.segments]
-    out.append(_text('class="ink" font-size="14"',
+    out.append(spans_text('class="ink" font-size="14"',
                      [f'<tspan x="{bx + bw + 10}" y="{s.ly}">{s.label}</tspan>'
                       for s in f.segments]))
     out.append(f'<text class="ink" x="{bx - 20}" y="596" font-size="17" font-weight="700">'
                f'total {f.memory_total}</text>')
-    out.append(_text('class="muted" font-size="14"',
+    out.append(spans_text('class="muted" font-size="14"',
                      [f'<tspan x="{bx - 20}" y="{620 + k * 20}">{line}</tspan>'
                       for k, line in enumerate(f.sent_text)]))
-    out.append(_text('class="ink halo-bg" font-size="14"',
+    out.append(spans_text('class="ink halo-bg" font-size="14"',
                      [f'<tspan x="{n.x}" y="{n.y}">{n.text}</tspan>' for n in f.notes]))
     out.append("</g>")
     if f.arrows:
@@ -176,7 +160,7 @@ def _legend(deck: Deck) -> list[str]:
             faded = ' opacity="0.3"' if kind == "stale" else ""
             out.append(f'<rect x="{x}" y="684" width="22" height="16" fill="{colour}"{faded} '
                        f'rx="2"/>')
-    out.append(_text('class="muted" y="697" font-size="14"',
+    out.append(spans_text('class="muted" y="697" font-size="14"',
                      [f'<tspan x="{round(x + 28, 1)}">{text}</tspan>'
                       for _, text, x, _ in deck.legend]))
     out.append("</g>")

