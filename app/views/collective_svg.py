@@ -49,8 +49,8 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += caption_texts(caption, deck.height)
     out.append("</svg>")
     if not standalone:
-        out.append(later_frames([part for frame in deck.frames[current + 1:]
-                                 for part in _frame(deck, frame, current, standalone)]))
+        out.append(later_frames([_frame(deck, frame, current, standalone)
+                                 for frame in deck.frames[current + 1:]]))
     return Markup("".join(out))
 
 

@@ -58,8 +58,8 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += caption_texts(caption, deck.height)
     out.append("</svg>")
     if not standalone:
-        out.append(later_frames([part for layer in deck.layers[current + 1:]
-                                 for part in _layer(layer, current, standalone)]))
+        out.append(later_frames([_layer(layer, current, standalone)
+                                 for layer in deck.layers[current + 1:]]))
     return Markup("".join(out))
 
 

@@ -5,9 +5,9 @@ are outlined, its arrows show), and the cursor and header are drawn once, at its
 (static/js/pipeline.js moves them when the player shows another frame). The frames after it are
 not part of the drawing yet: they follow the ``<svg>`` in an inert
 ``<template class="deck-later">`` as empty layers that carry their markup in an attribute
-(:func:`app.views.svg.lazy_layer`), so a slider move costs the browser neither their style and layout nor the
-parsing of their elements; static/js/lazy_frames.js makes the elements and static/js/player.js
-moves the layer into the deck when it is needed. Without JavaScript the page shows the frame in
+(:func:`app.views.svg.later_frames`), so a slider move costs the browser neither their style
+and layout nor the parsing of their elements; static/js/player.js moves a layer into the deck
+and makes its elements when it is needed. Without JavaScript the page shows the frame in
 its URL, which needs no later frame. ``standalone`` is a file of its own: the style sheet
 inlined, concrete colours, the caption underneath, frames up to ``current`` only.
 
@@ -22,7 +22,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.pipeline import Deck, FrameView
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, lazy_layer
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
 
 MB_SWATCH = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
 
@@ -57,7 +57,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += caption_texts(caption, deck.height)
     out.append("</svg>")
     if not standalone:
-        out.append(later_frames([lazy_layer(_frame(deck, f, current, standalone))
+        out.append(later_frames([_frame(deck, f, current, standalone)
                                  for f in deck.frames[current + 1:]]))
     return Markup("".join(out))
 

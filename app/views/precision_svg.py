@@ -210,8 +210,8 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
         out += caption_texts(caption, deck.height)
     out.append("</svg>")
     if not standalone:
-        out.append(later_frames([part for f in deck.frames[current + 1:]
-                                 for part in _frame(deck, f, current, standalone)]))
+        out.append(later_frames([_frame(deck, f, current, standalone)
+                                 for f in deck.frames[current + 1:]]))
     return Markup("".join(out))
 
 

@@ -88,21 +88,26 @@ def caption_texts(caption, top: float) -> list[str]:
             f'{esc(line)}</text>' for k, line in enumerate(caption)]
 
 
-def later_frames(frames: list[str]) -> str:
-    """The frames after the current one, in an inert ``<template class="deck-later">`` after
-    the ``<svg>``: it costs the browser no style or layout work until the player moves a frame
-    into the deck (static/js/player.js). "" when there are none."""
-    if not frames:
+def later_frames(frames) -> str:
+    """The frames after the current one (each a list of markup parts: its ``<g …>`` start tag
+    … ``</g>``), in an inert ``<template class="deck-later">`` after the ``<svg>``, each as an
+    empty layer that carries its content as text (:func:`lazy_layer`): a slider's swap then
+    costs the browser neither their style and layout nor the parsing of their elements.
+    static/js/player.js moves a layer into the deck and makes its elements when the player
+    reaches it. "" when there are none."""
+    layers = [lazy_layer(frame) for frame in frames]
+    if not layers:
         return ""
-    return f'<template class="deck-later"><svg xmlns="{SVG_NS}">{"".join(frames)}</svg></template>'
+    return f'<template class="deck-later"><svg xmlns="{SVG_NS}">{"".join(layers)}</svg></template>'
 
 
 def lazy_layer(frame: list[str]) -> str:
-    """A later frame (its ``<g …>`` start tag, its content, ``</g>``) as an empty layer that
+    """A frame's group (its ``<g …>`` start tag, its content, ``</g>``) as an empty layer that
     carries its content as text: parsing an attribute costs the browser next to nothing,
-    parsing its elements a few microseconds each. static/js/lazy_frames.js turns it into
-    elements when the player gets near it. Inside a single-quoted attribute only ' and & need
-    escaping."""
-    head, body = frame[0], "".join(frame[1:-1])
-    body = body.replace("&", "&amp;").replace("'", "&#39;")
-    return f"{head[:-1]} data-markup='{body}'></g>"
+    parsing its elements a few microseconds each. Inside a single-quoted attribute only ' and &
+    need escaping."""
+    markup = "".join(frame)
+    head = markup.index(">") + 1
+    assert markup.startswith("<g ") and markup.endswith("</g>"), markup[:80]
+    body = markup[head:-4].replace("&", "&amp;").replace("'", "&#39;")
+    return f"{markup[:head - 1]} data-markup='{body}'></g>"

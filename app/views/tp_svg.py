@@ -5,8 +5,8 @@ is displayed (a style hides the others), and the lanes, their rank swatches and 
 same in every frame with lanes — are drawn once beneath the frames; a frame without lanes (the
 check) covers them with its own background. ``current`` is the frame shown first; the frames
 after it follow the ``<svg>`` in an inert ``<template class="deck-later">`` as empty layers
-that carry their markup in an attribute (:func:`_lazy`): static/js/lazy_frames.js makes the
-elements and static/js/player.js moves the layer into the deck when it is needed.
+that carry their markup in an attribute (:func:`app.views.svg.later_frames`): static/js/player.js
+moves a layer into the deck and makes its elements when it is needed.
 ``standalone`` is a file of its own: the style sheet inlined, concrete colours, the caption
 underneath, one frame.
 
@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from app.views.tensor_parallel import Deck
 from app.views.tp_frames import FrameView, Text
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, lazy_layer
+from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
 
 LEGEND_FILLS = {"grey": "#bcc3cb", "dark": "#3a4250", "shade": "url(#tp-shade)"}
 
@@ -50,7 +50,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += caption_texts(caption, deck.height)
     out.append("</svg>")
     if not standalone:
-        out.append(later_frames([lazy_layer(_frame(deck, f, current))
+        out.append(later_frames([_frame(deck, f, current)
                                  for f in deck.frames if f.index > current]))
     return Markup("".join(out))
 

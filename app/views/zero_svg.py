@@ -42,8 +42,8 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += caption_texts(caption, deck.height)
     out.append("</svg>")
     if not standalone:
-        out.append(later_frames([part for f in deck.frames[current + 1:]
-                                 for part in _frame(deck, f, current, standalone)]))
+        out.append(later_frames([_frame(deck, f, current, standalone)
+                                 for f in deck.frames[current + 1:]]))
     return Markup("".join(out))
 
 

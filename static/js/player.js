@@ -15,7 +15,7 @@
     this.root = root;
     this.frames = parseInt(root.dataset.frames, 10);
     this.groups = Array.prototype.slice.call(root.querySelectorAll("svg.deck g.frame"));
-    // frames after the first one shown wait, inert, in a template until they are needed
+    // frames after the first one shown wait, inert and as text, in a template until needed
     var later = root.querySelector("template.deck-later");
     this.later = later ? Array.prototype.slice.call(later.content.querySelectorAll("g.frame")) : [];
     this.holder = root.querySelector("svg.deck g.frames");
@@ -78,7 +78,14 @@
     while (this.groups.length <= k && this.later.length) {
       var group = this.later.shift();
       this.holder.appendChild(group);  // adopted from the template: moved, not copied
-      this.groups.push(this.holder.lastElementChild);
+      group = this.holder.lastElementChild;
+      // a later layer carries its elements as text (app/views/svg.py, lazy_layer): make them
+      var markup = group.getAttribute("data-markup");
+      if (markup !== null) {
+        group.removeAttribute("data-markup");
+        group.insertAdjacentHTML("afterbegin", markup);
+      }
+      this.groups.push(group);
     }
   };
 
