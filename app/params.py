@@ -56,6 +56,15 @@ class Invalid(ValueError):
         self.message = message
 
 
+def nearby_multiples(value: int, divisor: int, most: int | None = None) -> str:
+    """The multiples of ``divisor`` either side of ``value``, for a message's "try …": "8 or
+    16"; one when the other is 0 or above ``most``."""
+    down = value // divisor * divisor
+    up = down + divisor
+    options = [v for v in (down, up) if v > 0 and (most is None or v <= most)]
+    return " or ".join(map(str, options or [divisor]))
+
+
 @dataclass(frozen=True)
 class Problem:
     param: str

@@ -10,7 +10,7 @@ from markupsafe import Markup
 from pydantic import Field, model_validator
 
 from app.params import (AlphaUs, Dtype, GpusPerNode, InterNodeGBs, IntraNodeGBs, Invalid, Rank,
-                        SceneParams, Seed, SizeBytes, World)
+                        SceneParams, Seed, SizeBytes, World, nearby_multiples)
 from app.scene import Scene, trace_of
 from app.templating import deck_style
 from app.verify.collective import CHECK, torch_call
@@ -55,10 +55,9 @@ class CollectiveParams(SceneParams):
             raise Invalid("world", f"halving_doubling needs a power-of-two world; world "
                                    f"({self.world}) is not — try {below} or {below * 2}")
         if self.op in SPLITTING_OPS and self.count % self.world:
-            down = self.count // self.world * self.world
             raise Invalid("count", f"count ({self.count}) must be divisible by world "
                                    f"({self.world}) for {self.op} — try "
-                                   f"{down or self.world} or {down + self.world}")
+                                   f"{nearby_multiples(self.count, self.world, 65536)}")
         if self.root >= self.world:
             raise Invalid("root", f"root ({self.root}) must be a rank from 0 to {self.world - 1}")
         steps = step_count(self.op, self.algorithm, self.world, self.count)

@@ -10,9 +10,9 @@ from typing import Literal
 from markupsafe import Markup
 from pydantic import model_validator
 
-from app.params import (AlphaUs, Ffn, GpusPerNode, GpuTflops, Heads, Hidden, InterNodeGBs,
+from app.params import (AlphaUs, Ffn, GpuTflops, GpusPerNode, Heads, Hidden, InterNodeGBs,
                         IntraNodeGBs, Invalid, MicroBatch, ModelPreset, SceneParams, Seed, Seq,
-                        Tokens, Tp, Vocab)
+                        Tokens, Tp, Vocab, nearby_multiples)
 from app.scene import Scene, trace_of
 from app.sim.models import PRESETS
 from app.sim.tensor_parallel import BLOCK_TITLES, simulate
@@ -29,11 +29,6 @@ MAX_MATRIX = 16384
 """Most numbers in any one matrix of the worked example: every accepted request stays under
 half a second (the largest, 16 ranks each with a 128 × 128 partial sum, answers ~8 MB of JSON
 in about 0.25 s)."""
-
-
-def _nearby(value: int, divisor: int) -> str:
-    down = value // divisor * divisor
-    return f"{down or divisor} or {down + divisor}"
 
 
 class TensorParallelParams(SceneParams):
@@ -70,15 +65,15 @@ class TensorParallelParams(SceneParams):
             value = getattr(self, name)
             if value % t:
                 raise Invalid(name, f"tp ({t}) must divide {name} ({value}): {what[name]} — "
-                                    f"try {name} {_nearby(value, t)}")
+                                    f"try {name} {nearby_multiples(value, t)}")
         if self.block == "attention" and self.hidden % self.heads:
             raise Invalid("hidden", f"heads ({self.heads}) must divide hidden ({self.hidden}): "
                                     f"each head gets hidden/heads dimensions — try hidden "
-                                    f"{_nearby(self.hidden, self.heads)}")
+                                    f"{nearby_multiples(self.hidden, self.heads)}")
         if self.sequence_parallel and self.tokens % t:
             raise Invalid("tokens", f"with sequence_parallel, tp ({t}) must divide tokens "
                                     f"({self.tokens}): each rank holds tokens/tp of them — try "
-                                    f"tokens {_nearby(self.tokens, t)}")
+                                    f"tokens {nearby_multiples(self.tokens, t)}")
         n, h, f, v = self.tokens, self.hidden, self.ffn, self.vocab
         sizes = {"column": (("tokens", n * h), ("ffn", h * f), ("ffn", n * f)),
                  "row": (("tokens", n * f), ("ffn", h * f)),

@@ -201,3 +201,13 @@ def test_verify_fragments_answer_in_html(client):
     assert r.status_code == 200 and "at most 8" in r.text and "job error" in r.text
     r = client.get("/verify/jobs/does-not-exist")
     assert "no longer kept" in r.text
+
+
+def test_a_count_below_the_world_suggests_one_valid_count(client):
+    """count 8 on 33 ranks: the only multiple of 33 nearby is 33 (not "33 or 33")."""
+    r = client.get("/api/collective?op=all_gather&world=33&count=8")
+    assert r.status_code == 422
+    message = r.json()["detail"][0]["message"]
+    assert message.endswith("— try 33"), message
+    r = client.get("/api/collective?op=all_gather&world=8&count=12")
+    assert r.json()["detail"][0]["message"].endswith("— try 8 or 16")
