@@ -295,45 +295,82 @@ def _after(after: Operand, x: float, before_x: float, lanes, colour, cell, tp: i
     return placed, _column_head(after, x, w)
 
 
+CHECK_LEFT = 200.0          # matrices start here; the tensor's name sits left of them
+CHECK_NOTE = 250.0          # room right of the matrices for "max |Δ| = …"
+CHECK_LABEL = 30.0          # a stacked matrix's label above it
+
+
+def _check_cell(height: float, rows: int, per_col: float) -> tuple[float, float]:
+    """The cell size that fits ``rows`` rows in ``height`` and a column in ``per_col``."""
+    cell_h = min(MAX_CELL, height / rows)
+    cell_w = min(per_col, max(cell_h * 2.0, 24.0), MAX_CELL * 1.4)
+    return cell_w, min(cell_h, cell_w)
+
+
 def check_frame(k: int, step: Step, tp: int, colour, header: str) -> FrameView:
-    """The gathered tensor-parallel results next to the unsharded ones, a row per tensor (three
-    at most; the others in words), on one common cell size."""
+    """The gathered tensor-parallel results against the unsharded ones, a row per tensor (three
+    at most; the others in words), on one common cell size: side by side, or — when that makes
+    the cells larger, as for a wide and short result — the gathered copy above the unsharded
+    one, so the numbers are big enough to read and compare."""
     shown, more = list(step.comparisons[:3]), step.comparisons[3:]
     top, bottom, gap = LANES_TOP + 36, LANES_BOTTOM - (30 if more else 0), 26.0
     rows = sum(c.sharded.shape[0] for c in shown)
     cols = max(c.sharded.shape[1] for c in shown)
-    cell_h = min(MAX_CELL, (bottom - top - gap * (len(shown) - 1)) / rows)
-    cell_w = min((RIGHT - 200 - 80 - 250) / (2 * cols), max(cell_h * 2.0, 24.0), MAX_CELL * 1.4)
-    cell_h = min(cell_h, cell_w)
+    free = bottom - top - gap * (len(shown) - 1)
+    side = _check_cell(free, rows, (RIGHT - CHECK_LEFT - 80 - CHECK_NOTE) / (2 * cols))
+    # stacked, a comparison takes a label, its matrix, a label, its matrix
+    stacked = _check_cell(free - len(shown) * (2 * CHECK_LABEL + 8), 2 * rows,
+                          (RIGHT - CHECK_LEFT - CHECK_NOTE) / cols)
+    stack = (_readable(stacked) and not _readable(side)) if len(shown) > 1 else \
+        stacked[0] > side[0] * 1.15
+    cell_w, cell_h = stacked if stack else side
     width = cols * cell_w
-    y = top + max(0.0, (bottom - top - rows * cell_h - gap * (len(shown) - 1)) / 2)
-    x1, x2 = 200.0, 200.0 + width + 80
-    texts = [Text(x1 + width / 2, y - 12, "tensor-parallel, gathered from the ranks", 15,
-                  cls="muted"),
-             Text(x2 + width / 2, y - 12, "one GPU, unsharded", 15, cls="muted")]
+    used = (rows * cell_h * 2 + len(shown) * (2 * CHECK_LABEL + 8) if stack
+            else rows * cell_h) + gap * (len(shown) - 1)
+    y = top + max(0.0, (free + gap * (len(shown) - 1) - used) / 2)
+    x1 = CHECK_LEFT
+    x2 = x1 if stack else x1 + width + 80
+    texts: list[Text] = []
+    if not stack:
+        texts += [Text(x1 + width / 2, y - 12, "tensor-parallel, gathered from the ranks", 15,
+                       cls="muted"),
+                  Text(x2 + width / 2, y - 12, "one GPU, unsharded", 15, cls="muted")]
     placed = []
     budget = FRAME_CELLS // (2 * len(shown))
     for c in shown:
         h = c.sharded.shape[0] * cell_h
+        if stack:
+            y1 = y + CHECK_LABEL
+            y2 = y1 + h + 8 + CHECK_LABEL
+        else:
+            y1 = y2 = y
         lo = float(min(c.sharded.min(), c.reference.min()))
         hi = float(max(c.sharded.max(), c.reference.max()))
         ref_sources = np.full(c.reference.shape, REPLICATED)
         font = _font_cap([Operand(c.name, (c.sharded,), (c.sources,), False)],
                          (cell_w, cell_h))
-        placed += [Placed(matrix.draw(c.sharded, c.sources, x1, y, cell_w, cell_h, lo, hi,
+        placed += [Placed(matrix.draw(c.sharded, c.sources, x1, y1, cell_w, cell_h, lo, hi,
                                       colour, budget=budget, title=f"{c.name}, tensor-parallel",
                                       font_cap=font)),
-                   Placed(matrix.draw(c.reference, ref_sources, x2, y, cell_w, cell_h, lo, hi,
+                   Placed(matrix.draw(c.reference, ref_sources, x2, y2, cell_w, cell_h, lo, hi,
                                       colour, budget=budget, title=f"{c.name}, one GPU",
                                       font_cap=font))]
-        mid = y + min(h, 60) / 2
+        if stack:
+            texts += [Text(x1, y1 - 10, f"{c.name}: tensor-parallel, gathered from the ranks",
+                           15, anchor="start", cls="muted"),
+                      Text(x2, y2 - 10, f"{c.name}: one GPU, unsharded", 15, anchor="start",
+                           cls="muted")]
+            mid = (y1 + y2 + h) / 2
+        else:
+            mid = y + min(h, 60) / 2
+            texts.append(Text(x1 + width + 40, mid + 6, "vs", 18, cls="muted"))
+        right = x2 + width + 28
         texts += [Text(x1 - 18, mid + 8, c.name, 22, anchor="end", weight="700"),
-                  Text(x1 + width + 40, mid + 6, "vs", 18, cls="muted"),
-                  Text(x2 + width + 28, mid, f"max |Δ| = {c.error:.3g}", 22, anchor="start",
+                  Text(right, mid, f"max |Δ| = {c.error:.3g}", 22, anchor="start",
                        weight="700"),
-                  Text(x2 + width + 28, mid + 24, "exact" if c.error == 0 else "rounding only",
+                  Text(right, mid + 24, "exact" if c.error == 0 else "rounding only",
                        16, anchor="start", cls="muted")]
-        y += h + gap
+        y = y2 + h + gap
     if more:
         texts.append(Text(x1, LANES_BOTTOM - 6, "also: " + ", ".join(
             f"{c.name} max |Δ| = {c.error:.3g}" for c in more), 16, anchor="start", cls="muted"))
