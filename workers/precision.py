@@ -81,9 +81,9 @@ def round_value(value: float, key: str, device: torch.device) -> dict:
     v = torch.tensor([value], dtype=torch.float64, device=device)
     q = v.to(dtype)
     if bool(past_largest(v, dtype)):
-        finite = bool(torch.isfinite(q))
+        wide = q.to(torch.float64)               # (float8 tensors have no isfinite)
         return {"measured": True, "overflow": True, "rounded": None, "bits": None,
-                "saturated_to": q.double().item() if finite else None}
+                "saturated_to": wide.item() if bool(torch.isfinite(wide)) else None}
     return {"measured": True, "overflow": False, "rounded": q.double().item(),
             "bits": bits_of(q, as_int)}
 
