@@ -112,8 +112,8 @@ def _rounding(params, trace, ranks: list[dict], tally: Tally) -> list[list[str]]
             verdict = "✗ differs"
         else:
             verdict = "✓ overflow in both" if enc.kind == "overflow" else f"✓ bits {_bits(enc)}"
-        rows.append([f"{params.value:g} → {label}", sim_cell, _value_cell(ranks[0]["rounding"][key]),
-                     verdict])
+        real_cell = _value_cell(ranks[0]["rounding"][key])
+        rows.append([f"{params.value:g} → {label}", sim_cell, real_cell, verdict])
     return rows
 
 
@@ -137,6 +137,8 @@ def _scaling(trace, ranks: list[dict], tally: Tally) -> tuple[list[list[str]], l
         if len(history) != len(steps):
             tally.problems.append(f"rank {r} ran {len(history)} loss-scaling steps, the "
                                   f"simulation {len(steps)}")
+            for t in range(len(history), len(steps)):   # a missing step differs in everything
+                table[t][r] += len(STEP_FIELDS)
         shown = 0
         for t, (got, want) in enumerate(zip(history, steps)):
             for key, attr, words in STEP_FIELDS:
