@@ -36,12 +36,34 @@ STEP_FIELDS = (("scale", "scale", "the scale S"), ("skipped", "found_inf", "skip
 
 
 class Tally:
-    """What went wrong, what to tell the student, and the largest difference seen."""
+    """What went wrong (each difference once, with the ranks it happened on), what to tell the
+    student, and the largest difference seen."""
 
-    def __init__(self) -> None:
-        self.problems: list[str] = []
+    def __init__(self, world: int) -> None:
+        self.world = world
+        self.found: dict[tuple[str, str], list[int]] = {}
         self.notes: list[str] = []
         self.worst = 0.0
+
+    def problem(self, what: str, rank: int | None, text: str) -> None:
+        """``what`` differs on ``rank`` (None: not a rank's matter), as ``text`` says."""
+        ranks = self.found.setdefault((what, text), [])
+        if rank is not None:
+            ranks.append(rank)
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        for (what, text), ranks in self.found.items():
+            if not ranks:
+                where = ""
+            elif len(ranks) == self.world > 1:
+                where = " on every rank"
+            else:
+                where = (f" on rank{'s' if len(ranks) > 1 else ''} "
+                         f"{_listed([str(r) for r in ranks])}")
+            out.append(f"{what}{where}: {text}")
+        return out
 
     def differ(self, got, want) -> bool:
         """Whether ``got`` is not exactly ``want``; finite numeric gaps count towards worst."""
@@ -94,16 +116,16 @@ def _rounding(params, trace, ranks: list[dict], tally: Tally) -> list[list[str]]
                            f"does not fit.")
             if got["overflow"] != (enc.kind == "overflow"):
                 agree = False
-                tally.problems.append(f"{label} on rank {r}: torch says {_value_cell(got)}, the "
-                                      f"simulation {sim_cell}")
+                tally.problem(label, r, f"torch says {_value_cell(got)}, the simulation "
+                                        f"{sim_cell}")
                 continue
             if got["overflow"]:
                 continue
             value_off = tally.differ(got["rounded"], enc.rounded)
             if value_off or got["bits"] != _bits(enc).replace(" ", ""):
                 agree = False
-                tally.problems.append(
-                    f"{label} on rank {r}: torch rounds {params.value!r} to {got['rounded']!r} "
+                tally.problem(
+                    label, r, f"torch rounds {params.value!r} to {got['rounded']!r} "
                     f"({_spaced(got['bits'], key)}), the simulation to {enc.rounded!r} "
                     f"({_bits(enc)}){_why(params.value, key, got)}")
         if not measured:
@@ -111,7 +133,8 @@ def _rounding(params, trace, ranks: list[dict], tally: Tally) -> list[list[str]]
         elif not agree:
             verdict = "✗ differs"
         else:
-            verdict = "✓ overflow in both" if enc.kind == "overflow" else f"✓ bits {_bits(enc)}"
+            verdict = ("✓ overflow in both" if enc.kind == "overflow"
+                   else f"✓ same bits: {_bits(enc)}")
         real_cell = _value_cell(ranks[0]["rounding"][key])
         rows.append([f"{params.value:g} → {label}", sim_cell, real_cell, verdict])
     return rows
@@ -135,8 +158,8 @@ def _scaling(trace, ranks: list[dict], tally: Tally) -> tuple[list[list[str]], l
     for r, rank in enumerate(ranks):
         history = rank["scaling"]
         if len(history) != len(steps):
-            tally.problems.append(f"rank {r} ran {len(history)} loss-scaling steps, the "
-                                  f"simulation {len(steps)}")
+            tally.problem(f"rank {r}", None, f"ran {len(history)} loss-scaling steps, the "
+                                             f"simulation {len(steps)}")
             for t in range(len(history), len(steps)):   # a missing step differs in everything
                 table[t][r] += len(STEP_FIELDS)
         shown = 0
@@ -145,9 +168,9 @@ def _scaling(trace, ranks: list[dict], tally: Tally) -> tuple[list[list[str]], l
                 if tally.differ(got[key], getattr(want, attr)):
                     table[t][r] += 1
                     if shown < 3:
-                        tally.problems.append(f"step {want.step} on rank {r}: {words} is "
-                                              f"{got[key]!r} with torch, "
-                                              f"{getattr(want, attr)!r} in the simulation")
+                        tally.problem(f"step {want.step}", r,
+                                      f"{words} is {got[key]!r} with torch, "
+                                      f"{getattr(want, attr)!r} in the simulation")
                     shown += 1
     bad_steps = sum(1 for row in table if any(row))
     sim = _scale_summary([(s.scale, s.found_inf, s.scale_after, s.underflow, s.subnormal)
@@ -189,26 +212,26 @@ def _fp8(trace, ranks: list[dict], tally: Tally) -> list[list[str]]:
     rows = []
     for i, want in enumerate(trace.fp8):
         label = (f"{FORMATS[want.format].label} · "
-                 f"{'unscaled' if want.scaling == 'none' else 'per-tensor scale'}")
+                 f"{'unscaled' if want.scaling == 'none' else 'per-tensor'}")
         agree = True
         for r, rank in enumerate(ranks):
             got = rank["fp8"][i] if i < len(rank["fp8"]) else {}
             if (got.get("format"), got.get("scaling")) != (want.format, want.scaling):
-                tally.problems.append(f"rank {r} did not report {label}")
+                tally.problem(label, r, "not reported")
                 agree = False
                 continue
             for key, attr in (("scale", "scale"), ("amax", "amax"), ("underflow", "underflow"),
                               ("overflow", "overflow")):
                 if tally.differ(got[key], getattr(want, attr)):
                     agree = False
-                    tally.problems.append(f"{label} on rank {r}: {key} is {got[key]!r} with "
-                                          f"torch, {getattr(want, attr)!r} in the simulation")
+                    tally.problem(label, r, f"{key} is {got[key]!r} with torch, "
+                                            f"{getattr(want, attr)!r} in the simulation")
             rms, expected = got["rms_relative_error"], want.rms_relative_error
             tally.differ(rms, expected)
             if abs(rms - expected) > RMS_TOLERANCE * max(expected, np.finfo(float).tiny):
                 agree = False
-                tally.problems.append(f"{label} on rank {r}: RMS relative error {rms:.6g} with "
-                                      f"torch, {expected:.6g} in the simulation")
+                tally.problem(label, r, f"RMS relative error {rms:.6g} with torch, "
+                                        f"{expected:.6g} in the simulation")
             if got.get("saturated"):
                 tally.note(f"{label}: torch's cast saturated {got['saturated']} values past "
                            f"{FORMATS[want.format].max:g} to ±{FORMATS[want.format].max:g}, "
@@ -223,8 +246,8 @@ def _fp8(trace, ranks: list[dict], tally: Tally) -> list[list[str]]:
 
 
 def _fp8_cell(scale: float, underflow: float, overflow: float, rms: float) -> str:
-    return (f"s = {scale:.4g}; {100 * underflow:.3g}% → 0, {100 * overflow:.3g}% overflow; "
-            f"RMS error {rms:.3g}")
+    return (f"s = {scale:.4g}: {100 * underflow:.3g}% → 0, {100 * overflow:.3g}% overflow, "
+            f"RMS {rms:.3g}")
 
 
 def _listed(words: list[str]) -> str:
@@ -233,21 +256,21 @@ def _listed(words: list[str]) -> str:
 
 def compare(params, trace, report: dict) -> Verdict:
     ranks = report["ranks"]
-    tally = Tally()
+    tally = Tally(len(ranks))
     rounding = _rounding(params, trace, ranks, tally)
-    before_scaling = len(tally.problems)
+    before_scaling = len(tally.found)
     scaling, table = _scaling(trace, ranks, tally)
-    before_fp8 = len(tally.problems)
+    before_fp8 = len(tally.found)
     fp8 = _fp8(trace, ranks, tally)
     rounded_ok = before_scaling == 0
     scaling_ok = before_fp8 == before_scaling
-    fp8_ok = len(tally.problems) == before_fp8
+    fp8_ok = len(tally.found) == before_fp8
     measured = [FORMATS[k].label for k in KEYS if ranks[0]["rounding"][k]["measured"]]
     steps, skipped = len(trace.scale_steps), sum(s.found_inf for s in trace.scale_steps)
-    where = "CUDA " if report.get("device") == "cuda" else ""
+    where = " on CUDA" if report.get("device") == "cuda" else ""
     detail = (
-        f"torch {report.get('torch', '')} on {len(ranks)} {report.get('backend', 'gloo')} "
-        f"{where}ranks. Rounding: torch's casts of {params.value:g} to {_listed(measured)} "
+        f"torch {report.get('torch', '')}{where}, every rank checked. Rounding: torch's casts "
+        f"of {params.value:g} to {_listed(measured)} "
         f"{'give' if rounded_ok else 'do not all give'} the simulation's values, bit for "
         f"bit. Loss scaling: torch.amp.GradScaler, fed each rank's "
         f"FP16 shard of S·g and an all-reduce, "
@@ -259,12 +282,13 @@ def compare(params, trace, report: dict) -> Verdict:
         + (f"give the same scales, underflow and overflow, and RMS errors within "
            f"{RMS_TOLERANCE:g} relative" if fp8_ok else "disagree with the simulation")
         + ".")
-    if tally.problems:
-        detail += " Differences: " + "; ".join(tally.problems[:6]) + (
-            f" (and {len(tally.problems) - 6} more)" if len(tally.problems) > 6 else "") + "."
+    problems = tally.problems
+    if problems:
+        detail += " Differences: " + "; ".join(problems[:6]) + (
+            f" (and {len(problems) - 6} more)" if len(problems) > 6 else "") + "."
     caption = "What torch computed, beside the simulation (rank 0 shown; every rank compared)"
     return Verdict(
-        not tally.problems, float(f"{tally.worst:.3g}"), detail,
+        not problems, float(f"{tally.worst:.3g}"), detail,
         {"table": {"caption": caption, "header": ["", "simulation", "torch", "agree"],
                    "rows": rounding + scaling + fp8},
          "diff_table": table,

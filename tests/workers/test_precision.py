@@ -99,7 +99,7 @@ def corrupt(report: dict, edit) -> dict:
     (lambda r: r["ranks"][0]["scaling"][0].update(
         underflow=r["ranks"][0]["scaling"][0]["underflow"] + 1 / 4096),
      "step 1 on rank 0: the share flushed to 0 is"),
-    (lambda r: r["ranks"][1]["scaling"].pop(), "rank 1 ran 11 loss-scaling steps"),
+    (lambda r: r["ranks"][1]["scaling"].pop(), "rank 1: ran 11 loss-scaling steps, the simulation 12"),
     (lambda r: r["ranks"][1]["rounding"]["bf16"].update(bits="0100010001111011"),
      "BF16 on rank 1: torch rounds 1000.0 to"),
     (lambda r: r["ranks"][0]["rounding"]["fp8_e4m3"].update(overflow=False, rounded=448.0,
@@ -107,7 +107,7 @@ def corrupt(report: dict, edit) -> dict:
      "FP8 E4M3 on rank 0: torch says 448"),
     (lambda r: r["ranks"][0]["fp8"][1].update(
         rms_relative_error=r["ranks"][0]["fp8"][1]["rms_relative_error"] * (1 + 1e-9)),
-     "FP8 E4M3 · per-tensor scale on rank 0: RMS relative error"),
+     "FP8 E4M3 · per-tensor on rank 0: RMS relative error"),
     (lambda r: r["ranks"][1]["fp8"][2].update(overflow=0.0),
      "FP8 E5M2 · unscaled on rank 1: overflow is"),
 ])
@@ -129,7 +129,7 @@ def test_the_button_runs_the_default_scene(client, runner):
     assert job["max_abs_diff"] < 1e-15
     rows = job["report"]["table"]["rows"]
     assert rows[0] == ["0.1 → FP32", "0.100000001", "0.100000001",
-                       "✓ bits 0 01111011 10011001100110011001101"]
+                       "✓ same bits: 0 01111011 10011001100110011001101"]
     assert rows[1][2:] == ["not measurable on a CPU", "— not measured"]
     assert all(row[3].startswith("✓") for row in rows if row[0] != "0.1 → TF32")
     assert len(job["report"]["diff_table"]) == 24
@@ -147,7 +147,7 @@ def test_torch_rounds_a_float64_twice_on_its_way_to_fp16(client):
     assert response.status_code == 202
     job = wait(client, response.json()["job"])
     assert job["status"] == "failed", job["detail"]
-    assert "FP16 on rank 0: torch rounds 1.0004882812500009 to 1.0" in job["detail"]
+    assert "FP16 on every rank: torch rounds 1.0004882812500009 to 1.0" in job["detail"]
     assert "FP32 first and then to FP16: twice" in job["detail"]
     fp16 = next(row for row in job["report"]["table"]["rows"] if row[0].endswith("FP16"))
     assert fp16[1:] == ["1.00097656", "1", "✗ differs"]
