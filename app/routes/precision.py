@@ -1,4 +1,4 @@
-"""Chapter 8, mixed precision: ``/precision`` and its embed, JSON and SVG."""
+"""Chapter 8, mixed precision: ``/precision`` and its embed, JSON, SVG and real run."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from app.scene import Scene, trace_of
 from app.sim.number_formats import FORMATS, KEYS, overflows
 from app.sim.precision import simulate
 from app.templating import deck_style, export_context
+from app.verify.precision import CHECK
 from app.views import precision as view
 from app.views import precision_svg
 
@@ -74,7 +75,8 @@ def page_view(p: PrecisionParams, trace, frame: int) -> dict:
     return {"bits_svg": bits, "deck_svg": deck, "ranges_svg": ranges,
             "deck_title": deck_of(p).title, "formats": [FORMATS[k] for k in KEYS],
             "focus": FORMATS[p.format], "fp8_labels": {k: f.label for k, f in FORMATS.items()},
-            "skipped": sum(s.found_inf for s in trace.scale_steps)}
+            "skipped": sum(s.found_inf for s in trace.scale_steps),
+            "torchrun": torchrun_command(p), "verify_world": CHECK.world(p)}
 
 
 def form_view() -> dict:
@@ -86,6 +88,12 @@ def export_view(p, trace, frame: int) -> dict:
     return {"deck_svg": precision_svg.scale_svg(context["deck"], frame, standalone=True,
                                                 caption=tuple(context["caption"]),
                                                 style=deck_style(standalone=True))}
+
+
+def torchrun_command(p: PrecisionParams) -> str:
+    args = " ".join(CHECK.args(p))
+    return (f"torchrun --standalone --nproc-per-node {CHECK.world(p)} workers/precision.py "
+            f"{args} --out report.json")
 
 
 SCENE = Scene(
@@ -102,6 +110,7 @@ SCENE = Scene(
     form=form_view,
     svg_template="scenes/precision.svg",
     export=export_view,
+    verify=CHECK,
     key_slider="grad_center",
     preview="frame=9",
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.api.scene_checks import (NON_FINITE, check_bad_input, check_page_fragment_embed,
@@ -73,3 +75,34 @@ def test_bad_input_names_the_parameter(client, query, param):
                                    "value=448&format=fp8_e4m3", "value=3.38e38&format=bf16"])
 def test_the_largest_values_are_accepted(client, query):
     assert client.get(f"/api/precision?{query}").status_code == 200
+
+
+def test_the_page_offers_a_real_run_and_its_command(client):
+    page = client.get("/precision?value=-1e-05&steps=6").text
+    assert 'hx-post="/verify/precision?value=-1e-05&amp;' in page and "Run on real gloo" in page
+    assert ("torchrun --standalone --nproc-per-node 2 workers/precision.py --value=-1e-05 "
+            "--grad-center=-4.5 --grad-spread=1.2 --steps 6 --init-scale-log2 16 "
+            "--growth-interval 4 --seed 0 --fp8-margin 0 --out report.json") in page
+    assert "torch.amp.GradScaler steps the same gradients" in page
+    assert "Run on real" not in client.get("/embed/precision").text
+
+
+def test_verify_is_accepted_and_refuses_bad_input(client, monkeypatch):
+    """POST /api/verify/precision answers 202 with a job on 2 ranks. torch is reported missing
+    here, so the job stops at once and says what to install instead of starting torchrun."""
+    from app.verify import jobs
+    monkeypatch.setattr(jobs, "torch_available", lambda: (False, "install the verify extra"))
+    r = client.post("/api/verify/precision?value=0.5&format=fp16&steps=3")
+    assert r.status_code == 202 and r.json()["status"] == "queued"
+    job_id = r.json()["job"]
+    deadline = time.monotonic() + 120
+    job = client.get(f"/api/verify/jobs/{job_id}").json()
+    while job["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, "the job never finished"
+        time.sleep(0.1)
+        job = client.get(f"/api/verify/jobs/{job_id}").json()
+    assert job["scene"] == "precision" and job["world"] == 2
+    assert job["status"] == "error" and "install the verify extra" in job["detail"]
+    r = client.post("/api/verify/precision?value=70000&format=fp16")
+    assert r.status_code == 422 and r.json()["detail"][0]["param"] == "value"
+    assert client.post("/api/verify/precision?steps=0").json()["detail"][0]["param"] == "steps"
