@@ -110,12 +110,12 @@ def compare(params, trace, report: dict) -> Verdict:
         row(label, want, layers, shown)
     for t in sim.strategies:
         got = [r[(t.recompute, t.k)] for r in by_strategy]
-        row(f"{t.label} · held at the end of forward", t.end_of_forward,
+        row(f"{t.label} · end of forward", t.end_of_forward,
             [g["end_of_forward"] for g in got])
         if t.recompute == "selective":
             notes.append(selective_peak(t, got, rows, problems))
         else:
-            row(f"{t.label} · peak, forward and backward", t.peak, [g["peak"] for g in got])
+            row(f"{t.label} · peak", t.peak, [g["peak"] for g in got])
     notes += left_out(small, sim, by_strategy[0])
     acc = [r["accumulation"] for r in ranks]
     grad_error = max(a["max_relative_diff"] for a in acc)
@@ -144,14 +144,15 @@ def compare(params, trace, report: dict) -> Verdict:
         f"{human_bytes(measured['peak'])} (simulated {human_bytes(chosen.peak)}"
         f"{', an upper bound' if chosen.recompute == 'selective' else ''}). Every byte count "
         f"is within {worst:.1%} of the simulation (tolerance {BYTES_TOLERANCE:.0%}). "
-        f"{_count(small.dp, 'rank')} × {_count(small.grad_accum, 'micro-batch')} × "
+        f"{_count(small.dp, 'data-parallel rank')} × {_count(small.grad_accum, 'micro-batch')} × "
         f"{_count(small.micro_batch, 'sequence')}, all-reduced, gave the gradient of one "
         f"{want_batch}-sequence batch to {grad_error:.1e} of its largest value: fp32 "
         f"rounding (tolerance {GRAD_TOLERANCE:g}).")
     if problems:
         detail += " Off: " + "; ".join(problems) + "."
-    table = {"caption": f"Measured beside simulated: {L} layers, h = {sim.model.hidden}, "
-                        f"s = {sim.seq}, b = {small.micro_batch}, t = {small.tp}",
+    table = {"caption": f"Measured beside simulated ({L} layers, h = {sim.model.hidden}, "
+                        f"s = {sim.seq}, b = {small.micro_batch}, t = {small.tp}): the "
+                        f"layers' activations, their peak over forward and backward",
              "header": ["", "simulation", "measured (saved-tensor hooks)", "difference"],
              "rows": rows}
     return Verdict(not problems, round(max(worst, grad_error), 6), detail,
@@ -163,7 +164,7 @@ def selective_peak(t, got: list[dict], rows: list, problems: list) -> str:
     layer's attention scores before that layer's backward starts, (L−1)·S + A; torch re-runs
     them when the backward reaches the attention core, after the layer's MLP and second norm
     have freed their activations, so the real peak lies between L·S and that bound."""
-    label = f"{t.label} · peak, forward and backward"
+    label = f"{t.label} · peak"
     low = min(g["end_of_forward"] for g in got)
     high = max(g["peak"] for g in got)
     inside = low <= high <= t.peak * (1 + BYTES_TOLERANCE)

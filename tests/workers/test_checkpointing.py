@@ -62,8 +62,8 @@ def test_measured_matches_simulated(client, runner, name):
     for key in ("A · a layer, no recompute", "S · a layer, selective"):
         assert 0 < difference(rows[key][-1]) <= 0.005
     for t in sim.strategies:
-        assert abs(difference(rows[f"{t.label} · held at the end of forward"][-1])) <= 0.005
-        peak = rows[f"{t.label} · peak, forward and backward"][-1]
+        assert abs(difference(rows[f"{t.label} · end of forward"][-1])) <= 0.005
+        peak = rows[f"{t.label} · peak"][-1]
         assert peak.endswith("within the bound") if t.recompute == "selective" else \
             abs(difference(peak)) <= 0.005
     batch = small.micro_batch * small.grad_accum * small.dp
