@@ -24,7 +24,6 @@ remain. Rank 0 writes every rank's numbers as JSON.
 
 from __future__ import annotations
 
-import math
 import time
 
 from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
@@ -33,6 +32,7 @@ import torch
 import torch.distributed as dist
 from memory_layers import Groups
 from memory_model import Stage
+from saved_tensors import SavedTensors
 from torch import nn
 
 from app.sim.mesh import Mesh
@@ -42,58 +42,6 @@ OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit")
 REPLICATED = ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "final_norm.weight",
               "final_norm.bias", "proj.bias", "positions")
 """Parameters every tensor-parallel rank holds whole (tp_dim None in ModelShape.tensors)."""
-
-
-class SavedTensors:
-    """What autograd keeps for backward: unique storages by the module that saved them."""
-
-    def __init__(self, model: nn.Module):
-        self.excluded = {t.untyped_storage().data_ptr()
-                         for t in [*model.parameters(), *model.buffers()]}
-        self.storages: dict[int, tuple[int, str]] = {}
-        self.stack = [""]
-        self.handles = []
-        for name, module in model.named_modules():
-            self.handles.append(module.register_forward_pre_hook(self._enter(name)))
-            self.handles.append(module.register_forward_hook(self._leave))
-
-    def _enter(self, name: str):
-        def hook(_module, _args) -> None:
-            self.stack.append(name)
-        return hook
-
-    def _leave(self, _module, _args, _output) -> None:
-        self.stack.pop()
-
-    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        key = storage.data_ptr()
-        if storage.nbytes() and key not in self.excluded and key not in self.storages:
-            self.storages[key] = (storage.nbytes(), part(self.stack[-1]))
-        return tensor
-
-    def close(self) -> None:
-        for handle in self.handles:
-            handle.remove()
-
-    def by_part(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for size, where in self.storages.values():
-            out[where] = out.get(where, 0) + size
-        return out
-
-
-def part(module: str) -> str:
-    """The part of the model a module belongs to, as the ledger groups activations."""
-    if module.startswith("embedding"):
-        return "embedding"
-    if module.startswith("layers."):
-        inside = module.split(".", 2)[2:]
-        if not inside:
-            return "layer input (checkpoint)"
-        return {"norm1": "norm 1", "attention": "attention", "norm2": "norm 2",
-                "mlp": "MLP"}[inside[0].split(".")[0]]
-    return "output"
 
 
 def pad_rows(t: torch.Tensor, parts: int) -> torch.Tensor:
@@ -131,13 +79,13 @@ def train_step(args, model: Stage, g: Groups, dp_group, dp: int, dp_rank: int,
     saved = SavedTensors(model)
     torch.manual_seed(1000 + dp_rank)   # same tokens and dropout on every rank of a TP group
     outputs = []
-    with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
+    with saved.hooks():
         for _ in range(args.pp):
             ids = torch.randint(args.vocab, (args.seq, args.micro_batch), device=device)
             targets = torch.randint(args.vocab, (args.seq, args.micro_batch), device=device)
             outputs.append(model(ids, targets))
     saved.close()
-    activations = sum(size for size, _ in saved.storages.values())
+    activations, activations_by_part, saved_count = saved.total(), saved.by_part(), len(saved.live)
     # 2. backward
     for out in outputs:
         out.backward() if out.dim() == 0 else out.backward(torch.randn_like(out))
@@ -206,48 +154,64 @@ def train_step(args, model: Stage, g: Groups, dp_group, dp: int, dp_rank: int,
         "optimizer": None if optimizer is None else states + master_bytes,
         "step_counters": steps,
         "activations": activations,
-        "activations_by_part": saved.by_part(),
-        "saved_tensors": len(saved.storages),
+        "activations_by_part": activations_by_part,
+        "saved_tensors": saved_count,
         "param_count": param_count,
         "peak_allocated": (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
                            else None),
     }
 
 
-def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
+def model_arguments(parser) -> None:
+    """The flags that shape the model and its tensor parallelism (workers/checkpointing.py
+    takes them too)."""
     parser.add_argument("--family", choices=("gpt", "llama"), required=True)
     for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "seq"):
         parser.add_argument(f"--{flag}", type=int, required=True)
     parser.add_argument("--micro-batch", type=int, default=1)
     parser.add_argument("--tp", type=int, default=1)
-    parser.add_argument("--pp", type=int, default=1, help="pipeline stages: micro-batches in "
-                                                         "flight on the first stage")
-    parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
     parser.add_argument("--sequence-parallel", action="store_true")
-    parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    parser.add_argument("--precision", choices=("fp32", "mixed"), default="mixed")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
 
-    rank, world, device, backend = start(args.backend)
-    if world % args.tp:
-        raise SystemExit(f"world ({world}) must be a multiple of tp ({args.tp})")
-    mesh = Mesh.of(dp=world // args.tp, tp=args.tp)
+
+def model_shape(args) -> ModelShape:
+    return ModelShape("measured", args.family, args.layers, args.hidden, args.heads,
+                      args.kv_heads, args.ffn, args.vocab, args.seq)
+
+
+def mesh_groups(rank: int, world: int, tp: int, sequence_parallel: bool):
+    """This rank's place in the dp × tp mesh (app.sim.mesh): its tensor-parallel
+    :class:`Groups`, its data-parallel group, dp and its index along dp."""
+    if world % tp:
+        raise SystemExit(f"world ({world}) must be a multiple of tp ({tp})")
+    mesh = Mesh.of(dp=world // tp, tp=tp)
     coords = mesh.coords(rank)
-    dp, dp_rank, tp_rank = world // args.tp, coords["dp"], coords["tp"]
     groups = {}
     for axis in ("tp", "dp"):   # every rank creates every group, in the same order
         for ranks in mesh.groups(axis):
             group = dist.new_group(list(ranks))
             if rank in ranks:
                 groups[axis] = group
-    g = Groups(groups["tp"], args.tp, tp_rank, args.sequence_parallel)
-    shape = ModelShape("measured", args.family, args.layers, args.hidden, args.heads,
-                       args.kv_heads, args.ffn, args.vocab, args.seq)
+    g = Groups(groups["tp"], tp, coords["tp"], sequence_parallel)
+    return g, groups["dp"], world // tp, coords["dp"]
+
+
+def main() -> None:
+    parser = arguments(__doc__.splitlines()[0])
+    model_arguments(parser)
+    parser.add_argument("--pp", type=int, default=1, help="pipeline stages: micro-batches in "
+                                                         "flight on the first stage")
+    parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
+    parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    parser.add_argument("--precision", choices=("fp32", "mixed"), default="mixed")
+    args = parser.parse_args()
+    if args.hold_seconds:
+        time.sleep(args.hold_seconds)
+
+    rank, world, device, backend = start(args.backend)
+    g, dp_group, dp, dp_rank = mesh_groups(rank, world, args.tp, args.sequence_parallel)
+    shape = model_shape(args)
     torch.manual_seed(args.seed)
     with device:   # a full-size stage is built on the GPU directly, not in host memory
         model = Stage(shape, g, args.layers // args.pp, first=True, last=args.pp == 1,
@@ -255,8 +219,8 @@ def main() -> None:
     model.to(device=device, dtype=torch.bfloat16 if args.precision == "mixed" else torch.float32)
     model.train()
     started = time.perf_counter()
-    measured = train_step(args, model, g, groups["dp"], dp, dp_rank, device)
-    measured.update(rank=rank, dp_rank=dp_rank, tp_rank=tp_rank,
+    measured = train_step(args, model, g, dp_group, dp, dp_rank, device)
+    measured.update(rank=rank, dp_rank=dp_rank, tp_rank=g.rank,
                     seconds=round(time.perf_counter() - started, 3))
     ranks = gather(measured, rank, world)
     report = None

@@ -1,6 +1,11 @@
 """One pipeline stage of a GPT- or Llama-style model, tensor- and sequence-parallel like
 Megatron-LM, with recomputation none / selective / full (Korthikanti et al. 2022, §5).
 
+Full recompute checkpoints the input of every ``every``-th layer and re-runs that many layers at
+once in backward: Megatron-LM's ``--recompute-granularity full --recompute-method uniform
+--recompute-num-layers k`` (Chen et al. 2016's segments), written with
+``torch.utils.checkpoint.checkpoint`` (reentrant, as Megatron's own CheckpointFunction).
+
 ``Stage`` holds the embeddings when it is the first stage, ``layers`` transformer layers, and
 the final norm, output head and vocab-parallel cross-entropy when it is also the last. Parameter
 names and shapes are those of :meth:`app.sim.models.ModelShape.tensors`, so the measured model
@@ -117,10 +122,16 @@ class Block(nn.Module):
         x = x + self.attention(self.norm1(x), self.recompute == "selective")
         return x + self.mlp(self.norm2(x))
 
-    def forward(self, x):
-        if self.recompute == "full":   # keep only the layer's input
-            return checkpoint(self.layer, x, use_reentrant=True)
+    def forward(self, x, rest: tuple[Block, ...] = ()):
+        """This layer, then the ``rest`` of its checkpointed segment under full recompute."""
+        if self.recompute == "full":   # keep only the segment's input
+            return checkpoint(self.segment, x, *rest, use_reentrant=True)
         return self.layer(x)
+
+    def segment(self, x, *rest: Block):
+        for block in (self, *rest):
+            x = block.layer(x)
+        return x
 
 
 class Embedding(nn.Module):
@@ -179,16 +190,24 @@ class VocabParallelCrossEntropy(torch.autograd.Function):
 
 
 class Stage(nn.Module):
-    def __init__(self, shape, g: Groups, layers: int, first: bool, last: bool, recompute: str):
+    def __init__(self, shape, g: Groups, layers: int, first: bool, last: bool, recompute: str,
+                 every: int = 1):
         super().__init__()
         self.g, self.gpt = g, shape.family == "gpt"
         self.embedding = Embedding(shape, g) if first else None
         self.layers = nn.ModuleList(Block(shape, g, shape.seq, recompute) for _ in range(layers))
+        self.set_recompute(recompute, every)
         self.final_norm = None
         if last:
             self.final_norm = nn.LayerNorm(shape.hidden) if self.gpt else RMSNorm(shape.hidden)
             if not (self.gpt and first):   # GPT ties the head to the embedding
                 self.head = nn.Parameter(torch.randn(shape.vocab // g.size, shape.hidden) * 0.02)
+
+    def set_recompute(self, recompute: str, every: int = 1) -> None:
+        """none, selective, or full with a checkpoint every ``every`` layers."""
+        for block in self.layers:
+            block.recompute = recompute
+        self.every = every if recompute == "full" else 1   # layers per checkpointed segment
 
     def head_weight(self):
         return self.embedding.weight if self.gpt else self.head
@@ -196,8 +215,8 @@ class Stage(nn.Module):
     def forward(self, x, targets=None):
         if self.embedding is not None:
             x = self.embedding(x)
-        for block in self.layers:
-            x = block(x)
+        for first in range(0, len(self.layers), self.every):
+            x = self.layers[first](x, tuple(self.layers[first + 1:first + self.every]))
         if self.final_norm is None:
             return x
         logits = ColumnParallel.apply(self.final_norm(x), self.head_weight(), None, self.g)

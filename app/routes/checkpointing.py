@@ -1,5 +1,5 @@
 """Chapter 8, memory tricks: ``/checkpointing`` (activation checkpointing and gradient
-accumulation) and its embed, JSON and SVG."""
+accumulation) and its embed, JSON, SVG and real run."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from app.scene import Scene, trace_of
 from app.sim.checkpointing import model_of, simulate
 from app.sim.models import PRESETS
 from app.templating import deck_style, export_context
+from app.verify.checkpointing import CHECK, scaled_params
 from app.views import checkpointing as view
 from app.views import checkpointing_svg
 
@@ -82,9 +83,16 @@ def deck_svg(p: CheckpointParams, frame: int) -> Markup:
 
 
 def page_view(p: CheckpointParams, trace, frame: int) -> dict:
+    small = scaled_params(p)
     return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
             "iteration_chart": view.iteration_chart(trace), "model": trace.model,
-            "presets": PRESETS}
+            "presets": PRESETS, "torchrun": torchrun_command(p), "scaled": small,
+            "scaled_model": model_of(small)}
+
+
+def torchrun_command(p: CheckpointParams) -> str:
+    return (f"torchrun --standalone --nproc-per-node {CHECK.world(p)} workers/checkpointing.py "
+            f"{' '.join(CHECK.args(p))} --out report.json")
 
 
 def form_view() -> dict:
@@ -113,6 +121,7 @@ SCENE = Scene(
     form=form_view,
     svg_template="scenes/checkpointing.svg",
     export=export_view,
+    verify=CHECK,
     key_slider="micro_batch",
     preview="frame=20",
 )

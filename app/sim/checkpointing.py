@@ -18,6 +18,10 @@ Strategies, with L layers:
                   backward re-runs each segment's forward, keeping its k layers' A, then
                   frees them                                                   peak ≈ (L/k)·C + k·A
                   k = 1 is plain full recompute; k ≈ √(L·C/A) balances the two terms.
+                  The segment's checkpoint *is* the input its first layer keeps again (one of
+                  the tensors in A: torch.utils.checkpoint and Megatron re-run the segment on
+                  the saved tensor itself), so re-running a segment adds k·A − C; the real run
+                  (workers/checkpointing.py) measures exactly this.
 
 Time is FLOPs (:mod:`app.sim.flops`) over the GPU's achieved throughput; backward costs twice
 the forward; recomputation is the extra forward work. The logits and loss are a step with no
@@ -132,10 +136,15 @@ class Timeline:
                 "time_ms_per_microbatch": self.time_ms}
 
 
+def layer_shape(model: ModelShape, seq: int, p: CheckpointQuery) -> activations.LayerShape:
+    """One layer as app.sim.activations counts it: 16-bit activations, dropout for GPT."""
+    return activations.LayerShape(seq, p.micro_batch, model.hidden, model.heads,
+                                  model.kv_heads, model.ffn, model.gated_mlp,
+                                  dropout=model.family == "gpt")
+
+
 def layer_bytes(model: ModelShape, seq: int, p: CheckpointQuery) -> LayerBytes:
-    shape = activations.LayerShape(seq, p.micro_batch, model.hidden, model.heads,
-                                   model.kv_heads, model.ffn, model.gated_mlp,
-                                   dropout=model.family == "gpt")
+    shape = layer_shape(model, seq, p)
     per = {r: activations.per_layer_bytes(shape, p.tp, p.sequence_parallel, r)
            for r in activations.RECOMPUTE}
     return LayerBytes(per["none"], per["selective"], per["full"])
@@ -148,14 +157,15 @@ def segments(layers: int, k: int) -> list[tuple[int, int]]:
 
 def full_peak(layers: int, k: int, per: LayerBytes) -> float:
     """Closed form of the full-recompute peak: re-running the last segment, or re-running a
-    full-length segment with one checkpoint fewer (see the module docstring); checked against
-    the simulated timeline in the tests."""
+    full-length segment with one checkpoint fewer; a re-run segment holds its k layers' A, its
+    own checkpoint among them, and the checkpoints below it (see the module docstring); checked
+    against the simulated timeline in the tests."""
     segs = segments(layers, k)
     n, last = len(segs), segs[-1][1] - segs[-1][0]
     a, c = per.full, per.checkpoint
-    candidates = [n * c + last * a]
+    candidates = [(n - 1) * c + last * a]
     if n > 1:
-        candidates.append((n - 1) * c + k * a)
+        candidates.append((n - 2) * c + k * a)
     return max(candidates)
 
 
@@ -212,11 +222,11 @@ def timeline(model: ModelShape, seq: int, p: CheckpointQuery, recompute: str,
     # 2. backward, last layer first
     if recompute == "full":
         for first, end in reversed(segments(layers, k)):
-            for i in range(first, end):
-                clock.run("R", i, f, a, a, "recomputed")
+            for i in range(first, end):   # the first layer's input is the checkpoint, held
+                grow = a - (c if i == first else 0.0)
+                clock.run("R", i, f, grow, grow, "recomputed")
             for i in reversed(range(first, end)):
-                freed = a + (c if i == first else 0.0)
-                clock.run("B", i, 2 * f, 0.0, -freed, "done")
+                clock.run("B", i, 2 * f, 0.0, -a, "done")
     else:
         for i in reversed(range(layers)):
             if recompute == "selective":

@@ -49,9 +49,10 @@ LEFT_OUT = {
 }
 
 
-def scaled_config(c: MemoryConfig) -> MemoryConfig:
+def scaled_config(c: MemoryConfig, layers: int | None = None) -> MemoryConfig:
     """A copy of ``c`` that trains on a CPU in seconds, every size divisible as ZeRO and tensor
-    parallelism need it (so no shard is padded)."""
+    parallelism need it (so no shard is padded): ``layers`` layers (default 2 per pipeline
+    stage; /checkpointing's real run keeps more, to have segments to checkpoint)."""
     m = c.model
     tp, dp, pp = min(c.tp, CAP), min(c.dp, CAP), min(c.pp, CAP)
     if m.kv_heads == m.heads:
@@ -66,19 +67,24 @@ def scaled_config(c: MemoryConfig) -> MemoryConfig:
     seq = min(m.seq, 128)
     if seq % 2 and (dp > 1 or tp > 1):
         seq += 1
-    shape = ModelShape(m.name, m.family, 2 * pp, hidden, heads, kv_heads, ffn, vocab, seq)
+    shape = ModelShape(m.name, m.family, layers or 2 * pp, hidden, heads, kv_heads, ffn, vocab,
+                       seq)
     return replace(c, model=shape, micro_batch=min(c.micro_batch, 2), dp=dp, tp=tp, pp=pp,
                    param_count=None)
 
 
-def worker_args(c: MemoryConfig) -> list[str]:
-    m = c.model
-    args = ["--family", m.family, "--layers", str(m.layers), "--hidden", str(m.hidden),
+def model_args(m: ModelShape, micro_batch: int, tp: int, sequence_parallel: bool) -> list[str]:
+    """The model's flags, as workers/memory.py's ``model_arguments`` reads them."""
+    return ["--family", m.family, "--layers", str(m.layers), "--hidden", str(m.hidden),
             "--heads", str(m.heads), "--kv-heads", str(m.kv_heads), "--ffn", str(m.ffn),
-            "--vocab", str(m.vocab), "--seq", str(m.seq), "--micro-batch", str(c.micro_batch),
-            "--tp", str(c.tp), "--pp", str(c.pp), "--zero", str(c.zero),
-            "--recompute", c.recompute, "--optimizer", c.optimizer, "--precision", c.precision]
-    return args + (["--sequence-parallel"] if c.sequence_parallel else [])
+            "--vocab", str(m.vocab), "--seq", str(m.seq), "--micro-batch", str(micro_batch),
+            "--tp", str(tp)] + (["--sequence-parallel"] if sequence_parallel else [])
+
+
+def worker_args(c: MemoryConfig) -> list[str]:
+    return model_args(c.model, c.micro_batch, c.tp, c.sequence_parallel) + [
+        "--pp", str(c.pp), "--zero", str(c.zero), "--recompute", c.recompute,
+        "--optimizer", c.optimizer, "--precision", c.precision]
 
 
 def predicted_parts(items) -> dict[str, float]:

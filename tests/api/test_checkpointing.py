@@ -59,3 +59,23 @@ BAD = [
 @pytest.mark.parametrize("query,param", BAD)
 def test_bad_input_names_the_parameter(client, query, param):
     check_bad_input(client, "checkpointing", query, param)
+
+
+def test_real_run_button_and_command(client):
+    page = client.get("/checkpointing?recompute=full&recompute_layers=6&grad_accum=8&dp=8").text
+    assert 'hx-post="/verify/checkpointing?' in page and "saved_tensors_hooks" in page
+    assert ("torchrun --standalone --nproc-per-node 2 workers/checkpointing.py --family gpt "
+            "--layers 4 --hidden 128") in page
+    assert "--strategies none selective full full:2 --recompute full --every 2" in page
+    assert "a checkpoint every 2 layers" in page and "one 16-sequence batch" in page
+    assert 'href="/checkpointing?preset=gpt2&amp;layers=4&amp;hidden=128' in page
+
+
+@pytest.mark.parametrize("query,param", [("recompute_layers=13", "recompute_layers"),
+                                         ("preset=llama3-8b&tp=16", "tp"),
+                                         ("grad_accum=0", "grad_accum")])
+def test_real_run_refuses_bad_input_before_starting(client, runner, query, param):
+    jobs = len(runner._jobs)
+    r = client.post(f"/api/verify/checkpointing?{query}")
+    assert r.status_code == 422 and r.json()["detail"][0]["param"] == param
+    assert len(runner._jobs) == jobs
