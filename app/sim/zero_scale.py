@@ -119,7 +119,7 @@ def step(psi: int, dp: int, stage: int, offload: str, units: int, tokens: int,
             tasks.append(Task(f"read p{u} {when}", "NVMe", us["nvme"](P_BYTES * part), first,
                               "nvme", f"read layer {u}'s parameter shard from NVMe"))
             tasks.append(Task(f"H2D p{u} {when}", "PCIe", us["pcie"](P_BYTES * part),
-                              (f"read p{u} {when}",), "pcie", f"copy it to the GPU"))
+                              (f"read p{u} {when}",), "pcie", "copy it to the GPU"))
             first = (f"H2D p{u} {when}",)
             nvme += P_BYTES * part
             pcie += P_BYTES * part
