@@ -156,7 +156,8 @@ def compare(params, trace, report: dict) -> Verdict:
              "header": ["", "simulation", "measured (saved-tensor hooks)", "difference"],
              "rows": rows}
     return Verdict(not problems, round(max(worst, grad_error), 6), detail,
-                   {"table": table, "notes": notes, "scaled": worker_args(small)})
+                   {"table": table, "notes": notes, "scaled": worker_args(small),
+                    "max_diff_text": f"{worst:.2%} in bytes, {grad_error:.1e} in gradients"})
 
 
 def selective_peak(t, got: list[dict], rows: list, problems: list) -> str:
