@@ -3,13 +3,9 @@ its promises when a worker crashes, hangs, or torch is missing."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -20,30 +16,21 @@ from app.routes.collective import SCENE
 from app.verify import jobs as jobs_module
 from app.verify.collective import CHECK, compare
 from app.verify.jobs import JobRunner
+from tests.workers.launch import torchrun
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.workers
 
-ROOT = Path(__file__).resolve().parents[2]
 CASES = ["all_reduce:ring", "reduce_scatter:ring", "all_gather:ring", "broadcast:ring",
          "reduce:ring", "all_to_all:ring", "all_reduce:tree", "all_reduce:halving_doubling",
          "all_to_all:direct"]
 
 
-def torchrun(world: int, *args: str, out: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                           "--nproc-per-node", str(world), str(ROOT / "workers/collective.py"),
-                           *args, "--backend", "gloo", "--out", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
-
-
 def test_every_op_matches_the_simulation_frame_by_frame(tmp_path):
     out = tmp_path / "report.json"
-    done = torchrun(4, "--cases", ",".join(CASES), "--count", "8", "--seed", "5", "--root", "2",
-                    "--repeats", "2", out=out)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    report = json.loads(out.read_text())
+    report, _ = torchrun("workers/collective.py", 4,
+                         ["--cases", ",".join(CASES), "--count", "8", "--seed", "5", "--root",
+                          "2", "--repeats", "2"], out)
     assert report["backend"] == "gloo" and report["world"] == 4
     assert len(report["cases"]) == len(CASES)
     for case in report["cases"]:

@@ -5,12 +5,7 @@ report that differs anywhere fails."""
 from __future__ import annotations
 
 import copy
-import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,10 +14,9 @@ pytestmark = pytest.mark.workers
 
 from app.params import parse  # noqa: E402
 from app.routes.precision import SCENE  # noqa: E402
-from app.verify.jobs import kill_tree  # noqa: E402
 from app.verify.precision import compare  # noqa: E402
+from tests.workers.launch import torchrun  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 STORMY = {"value": "1000", "grad_center": "-1", "grad_spread": "2", "init_scale_log2": "0",
           "growth_interval": "1", "steps": "12"}
 """Gradients up to ~10^6: FP16 overflows at most scales (9 of 12 steps skipped, 3 doublings),
@@ -45,19 +39,9 @@ def stormy(tmp_path_factory):
     """(params, trace, report) of one real 2-rank run of the STORMY case."""
     params = parse(SCENE.params, STORMY)
     out = tmp_path_factory.mktemp("precision") / "report.json"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc-per-node", str(SCENE.verify.world(params)), "--max-restarts", "0",
-               str(ROOT / SCENE.verify.worker), *SCENE.verify.args(params),
-               "--backend", "gloo", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, text=True)
-    try:
-        output, _ = proc.communicate(timeout=180)
-    finally:
-        kill_tree(proc.pid)
-    assert proc.returncode == 0, output[-3000:]
-    return params, SCENE.simulate(params), json.loads(out.read_text())
+    report, _ = torchrun(SCENE.verify.worker, SCENE.verify.world(params),
+                         SCENE.verify.args(params), out, 180)
+    return params, SCENE.simulate(params), report
 
 
 def test_overflows_skips_underflows_and_saturation_match(stormy):

@@ -6,10 +6,6 @@ same through the page's job runner, and a doctored report that the check must re
 from __future__ import annotations
 
 import copy
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,21 +16,15 @@ pytest.importorskip("torch")
 from app.routes.tensor_parallel import TensorParallelParams  # noqa: E402
 from app.sim.tensor_parallel import simulate  # noqa: E402
 from app.verify.tensor_parallel import compare  # noqa: E402
+from tests.workers.launch import torchrun  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 SIZES = dict(tokens=4, hidden=8, ffn=16, heads=4, vocab=16, seed=5)
 
 
 def run_suite(world: int, out: Path) -> dict:
     args = [f"--{k}={v}" for k, v in SIZES.items()]
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc-per-node", str(world), "--max-restarts", "0",
-               str(ROOT / "workers/tensor_parallel.py"), "--suite", *args, "--backend", "gloo",
-               "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return json.loads(out.read_text())
+    report, _ = torchrun("workers/tensor_parallel.py", world, ["--suite", *args], out, 180)
+    return report
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])

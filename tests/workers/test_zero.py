@@ -4,12 +4,7 @@ it predicts. Also: the first DDP script the data-parallel page shows runs under 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,33 +14,15 @@ pytestmark = pytest.mark.workers
 from app.params import parse  # noqa: E402
 from app.routes.data_parallel import SCENE as DATA_PARALLEL  # noqa: E402
 from app.routes.zero import SCENE as ZERO  # noqa: E402
-from app.verify.jobs import kill_tree  # noqa: E402
+from tests.workers.launch import torchrun  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def torchrun(script: str, world: int, args: list[str], tmp_path: Path, timeout: float = 180):
-    out = tmp_path / "report.json"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-               str(world), "--max-restarts", "0", str(ROOT / script), *args]
-    if script.endswith("zero.py"):
-        command += ["--backend", "gloo", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, text=True)
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    finally:
-        kill_tree(proc.pid)
-    assert proc.returncode == 0, output[-3000:]
-    return (json.loads(out.read_text()) if out.exists() else None), output
 
 
 def run_scene(scene, query: dict, tmp_path):
     params = parse(scene.params, query)
     trace = scene.simulate(params)
     report, _ = torchrun(scene.verify.worker, scene.verify.world(params),
-                         scene.verify.args(params), tmp_path)
+                         scene.verify.args(params), tmp_path / "report.json")
     return scene.verify.compare(params, trace, report), report
 
 
@@ -78,7 +55,8 @@ def test_a_wrong_prediction_fails(tmp_path):
     """The check is not a rubber stamp: compare with another seed's simulation."""
     params = parse(ZERO.params, {"stage": "2", "dp": "2"})
     other = ZERO.simulate(parse(ZERO.params, {"stage": "2", "dp": "2", "seed": "1"}))
-    report, _ = torchrun(ZERO.verify.worker, 2, ZERO.verify.args(params), tmp_path)
+    report, _ = torchrun(ZERO.verify.worker, 2, ZERO.verify.args(params),
+                         tmp_path / "report.json")
     verdict = ZERO.verify.compare(params, other, report)
     assert not verdict.passed and "relative" in verdict.detail
 
@@ -99,5 +77,5 @@ def test_verification_job_through_the_api(client):
 
 
 def test_first_ddp_script_runs(tmp_path):
-    _, output = torchrun("workers/first_ddp.py", 2, [], tmp_path)
+    _, output = torchrun("workers/first_ddp.py", 2, [])
     assert "epoch 1: loss" in output and "rank 0 of 2" in output
