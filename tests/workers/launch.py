@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from app.verify.jobs import kill_tree
@@ -49,3 +50,23 @@ def torchrun(script: str, world: int, args: list[str], out: Path | None = None,
             raise AssertionError(f"torchrun {script} failed (exit {proc.returncode}):\n"
                                  + output[-3000:])
     raise AssertionError("unreachable")
+
+
+def job_over_http(client, job_id: str, limit_s: float = 120) -> dict:
+    """The job's JSON once it has ended, polled as the page does."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        job = client.get(f"/api/verify/jobs/{job_id}").json()
+        if job["status"] not in ("queued", "running"):
+            return job
+        time.sleep(0.3)
+    raise AssertionError(f"job {job_id} did not finish in {limit_s} s")
+
+
+def ended(job, limit_s: float = 120):
+    """``job`` (a JobRunner's Job) once it has ended."""
+    deadline = time.monotonic() + limit_s
+    while not job.done:
+        assert time.monotonic() < deadline, job.to_dict()
+        time.sleep(0.2)
+    return job

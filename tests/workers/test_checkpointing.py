@@ -5,14 +5,13 @@ gradient to fp32 rounding — and must not pass a wrong report."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from app.routes.checkpointing import SCENE, CheckpointParams
 from app.scene import trace_of
 from app.sim.checkpointing import simulate
 from app.verify.checkpointing import BYTES_TOLERANCE, GRAD_TOLERANCE, compare, scaled_params
+from tests.workers.launch import job_over_http
 
 CASES = {
     # GPT-2, no recompute, 2 data-parallel ranks × 3 micro-batches of 2
@@ -28,16 +27,6 @@ CASES = {
 }
 
 
-def wait(client, job_id: str, limit_s: float = 120) -> dict:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        job = client.get(f"/api/verify/jobs/{job_id}").json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish in {limit_s} s")
-
-
 def difference(cell: str) -> float:
     return float(cell.split("%")[0]) / 100
 
@@ -49,7 +38,7 @@ def test_measured_matches_simulated(client, runner, name):
     query, world, label = CASES[name]
     response = client.post(f"/api/verify/checkpointing?{query}")
     assert response.status_code == 202
-    job = wait(client, response.json()["job"])
+    job = job_over_http(client, response.json()["job"], 120)
     assert job["status"] == "passed", job["detail"]
     assert job["world"] == world and job["backend"] == "gloo"
     rows = {row[0]: row for row in job["report"]["table"]["rows"]}

@@ -16,7 +16,7 @@ from app.routes.collective import SCENE
 from app.verify import jobs as jobs_module
 from app.verify.collective import CHECK, compare
 from app.verify.jobs import JobRunner
-from tests.workers.launch import torchrun
+from tests.workers.launch import ended, torchrun
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.workers
@@ -54,14 +54,6 @@ def test_a_wrong_report_fails():
     outputs[1][0] += 1
     verdict = compare(params, trace, good)
     assert not verdict.passed and verdict.max_abs_diff == 1
-
-
-def wait(runner, job, timeout=120):
-    deadline = time.monotonic() + timeout
-    while not runner.get(job.id).done:
-        assert time.monotonic() < deadline, runner.get(job.id)
-        time.sleep(0.2)
-    return runner.get(job.id)
 
 
 def job_processes(job_id: str) -> list[psutil.Process]:
@@ -103,7 +95,7 @@ def test_a_killed_worker_gives_an_error_and_leaves_nothing_behind():
     ranks = [p for p in job_processes(job.id) if "workers/collective.py" in " ".join(p.cmdline())
              and "torch.distributed.run" not in " ".join(p.cmdline())]
     os.kill(ranks[0].pid, signal.SIGKILL)
-    finished = wait(runner, job)
+    finished = ended(job)
     assert finished.status == "error"
     assert "stopped" in finished.detail
     time.sleep(0.5)
@@ -116,7 +108,7 @@ def test_a_hanging_job_times_out_and_is_killed():
     params = CollectiveParams(world=2, count=4)
     job = runner.submit("collective", CHECK, params, trace_of(SCENE, params),
                         extra_args=("--hold-seconds", "60"))
-    finished = wait(runner, job, timeout=60)
+    finished = ended(job, 60)
     assert finished.status == "error" and "did not finish within 4 s" in finished.detail
     time.sleep(0.5)
     assert job_processes(job.id) == []
@@ -128,7 +120,7 @@ def test_without_torch_a_job_is_an_error_that_says_what_to_install(monkeypatch):
                         lambda: (False, "install the verify extra"))
     runner = JobRunner()
     params = CollectiveParams(world=2, count=4)
-    job = wait(runner, runner.submit("collective", CHECK, params, trace_of(SCENE, params)))
+    job = ended(runner.submit("collective", CHECK, params, trace_of(SCENE, params)))
     assert job.status == "error" and "verify extra" in job.detail
     runner.shutdown()
 

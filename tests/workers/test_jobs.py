@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from app.verify.jobs import TEARDOWN_NOTE, Check, JobRunner, Verdict, torch_available
+from tests.workers.launch import ended
 
 pytestmark = pytest.mark.skipif(not torch_available()[0], reason="needs torch")
 
@@ -20,19 +19,11 @@ def _check(seen: list) -> Check:
                  args=lambda p: list(p), compare=compare)
 
 
-def _wait(job, timeout=90):
-    deadline = time.monotonic() + timeout
-    while not job.done:
-        assert time.monotonic() < deadline, job.to_dict()
-        time.sleep(0.2)
-    return job
-
-
 @pytest.mark.parametrize("abort", [False, True])
 def test_a_crash_after_the_report_is_judged_on_the_report_and_said(abort):
     runner = JobRunner(timeout_s=60)
     seen: list = []
-    job = _wait(runner.submit("stand-in", _check(seen), ["--abort"] if abort else [], None))
+    job = ended(runner.submit("stand-in", _check(seen), ["--abort"] if abort else [], None))
     runner.shutdown()
     assert job.status == "passed", job.to_dict()
     assert seen and seen[0]["ranks"] == [0, 1]

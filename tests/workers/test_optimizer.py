@@ -4,22 +4,12 @@ page's button."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.workers
 
-
-def wait(client, job_id: str, limit_s: float = 80) -> dict:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        job = client.get(f"/api/verify/jobs/{job_id}").json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish in {limit_s} s")
+from tests.workers.launch import job_over_http  # noqa: E402
 
 
 @pytest.mark.parametrize("query,world", [
@@ -31,7 +21,7 @@ def wait(client, job_id: str, limit_s: float = 80) -> dict:
 def test_torch_optim_matches_the_simulation(client, runner, query, world):
     response = client.post(f"/api/verify/optimizer?{query}")
     assert response.status_code == 202
-    job = wait(client, response.json()["job"])
+    job = job_over_http(client, response.json()["job"], 80)
     assert job["status"] == "passed", job["detail"]
     assert job["world"] == world and job["backend"] == "gloo"
     assert job["max_abs_diff"] < 1e-5
@@ -50,7 +40,7 @@ def test_the_button_runs_it(client):
     html = client.post("/verify/optimizer?optimizer=adam&size=4&steps=2").text
     assert "hx-get=\"/verify/jobs/" in html
     job_id = html.split('hx-get="/verify/jobs/')[1].split('"')[0]
-    wait(client, job_id)
+    job_over_http(client, job_id, 80)
     done = client.get(f"/verify/jobs/{job_id}").text
     assert "Passed" in done and "Largest difference per rank and step" in done
     assert "passes up to 1e-06" in done

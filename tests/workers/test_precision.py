@@ -5,7 +5,6 @@ report that differs anywhere fails."""
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 
@@ -15,23 +14,13 @@ pytestmark = pytest.mark.workers
 from app.params import parse  # noqa: E402
 from app.routes.precision import SCENE  # noqa: E402
 from app.verify.precision import compare  # noqa: E402
-from tests.workers.launch import torchrun  # noqa: E402
+from tests.workers.launch import job_over_http, torchrun  # noqa: E402
 
 STORMY = {"value": "1000", "grad_center": "-1", "grad_spread": "2", "init_scale_log2": "0",
           "growth_interval": "1", "steps": "12"}
 """Gradients up to ~10^6: FP16 overflows at most scales (9 of 12 steps skipped, 3 doublings),
 some flush to 0 at the others, unscaled E4M3 overflows (and torch saturates it), and the
 typed 1000 does not fit E4M3."""
-
-
-def wait(client, job_id: str, limit_s: float = 80) -> dict:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        job = client.get(f"/api/verify/jobs/{job_id}").json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish in {limit_s} s")
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +96,7 @@ def test_the_button_runs_the_default_scene(client, runner):
     """The page's "Run on real gloo" posts to /verify/precision and polls the fragment."""
     html = client.post("/verify/precision").text
     assert 'hx-get="/verify/jobs/' in html
-    job = wait(client, html.split('hx-get="/verify/jobs/')[1].split('"')[0])
+    job = job_over_http(client, html.split('hx-get="/verify/jobs/')[1].split('"')[0], 80)
     assert job["status"] == "passed", job["detail"]
     assert job["scene"] == "precision" and job["world"] == 2 and job["backend"] == "gloo"
     assert job["max_abs_diff"] < 1e-15
@@ -129,7 +118,7 @@ def test_torch_rounds_a_float64_twice_on_its_way_to_fp16(client):
     the even neighbour below. The real run fails and says why."""
     response = client.post("/api/verify/precision?value=1.0004882812500009&steps=2")
     assert response.status_code == 202
-    job = wait(client, response.json()["job"])
+    job = job_over_http(client, response.json()["job"], 80)
     assert job["status"] == "failed", job["detail"]
     assert "FP16 on every rank: torch rounds 1.0004882812500009 to 1.0" in job["detail"]
     assert "FP32 first and then to FP16: twice" in job["detail"]

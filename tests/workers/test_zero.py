@@ -17,7 +17,6 @@ from app.routes.zero import SCENE as ZERO  # noqa: E402
 from tests.workers.launch import torchrun  # noqa: E402
 
 
-
 def run_scene(scene, query: dict, tmp_path):
     params = parse(scene.params, query)
     trace = scene.simulate(params)
