@@ -1,5 +1,6 @@
-"""Running a worker under torchrun from a test, as the job runner does (app/verify/jobs.py):
-gloo, one thread per rank, the repository on the path, every process killed afterwards.
+"""Running workers from tests: under torchrun as the job runner does (app/verify/jobs.py) —
+gloo, one thread per rank, the repository on the path, every process killed afterwards — and
+waiting for a runner's job to end.
 
 gloo can abort a rank whose peer closes its connection right after the last collective
 (pytorch/gloo#155: "Barrier followed by context destruction causes some participants to
