@@ -14,8 +14,6 @@ are those of the string-joining writer this replaced).
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import orjson
 
@@ -109,8 +107,7 @@ def trace_json(rank_stages: list[list[int]], offsets: np.ndarray, stage: np.ndar
         return raw[raw != 0], np.concatenate(([0], np.cumsum(length))).tolist()
 
     bounds = offsets.tolist()
-    out = io.BytesIO()
-    out.write(b'{"ranks":[')
+    out = [b'{"ranks":[']                  # chunks' text and headers, joined once at the end
     r = 0                                   # the rank being written
     for a in range(0, bounds[-1], CHUNK):
         b = min(bounds[-1], a + CHUNK)
@@ -119,15 +116,14 @@ def trace_json(rank_stages: list[list[int]], offsets: np.ndarray, stage: np.ndar
         while k < b:
             skip = 0
             if k == bounds[r]:              # rank r starts here: its header replaces "},"
-                out.write(f'{"," if r else ""}{{"rank":{r},"stages":{rank_stages[r]},'
-                          f'"actions":['.encode())
+                out.append(f'{"," if r else ""}{{"rank":{r},"stages":{rank_stages[r]},'
+                           f'"actions":['.encode())
                 skip = 2
             stop = min(b, bounds[r + 1])
-            out.write(chunk[at[k - a] + skip:at[stop - a]])
+            out.append(chunk[at[k - a] + skip:at[stop - a]])
             k = stop
             if stop == bounds[r + 1]:
-                out.write(b"}]}")
+                out.append(b"}]}")
                 r += 1
-    out.write(b"],")
-    out.write(memoryview(rest)[1:])
-    return out.getvalue()
+    out += [b"],", memoryview(rest)[1:]]
+    return b"".join(out)
