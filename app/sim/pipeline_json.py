@@ -55,6 +55,21 @@ def _numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, length
 
 
+def _times(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_numbers` of the starts and of the ends. A pass that starts as the one before it
+    ends (most do) has the same number, so its text is copied rather than written again."""
+    n = start.size
+    again = np.zeros(n, dtype=bool)                 # the same float, bit for bit
+    again[1:] = start[1:].view(np.int64) == end[:-1].view(np.int64)
+    new = np.flatnonzero(~again)
+    texts, lengths = _numbers(np.concatenate((end, start[new])))
+    t0, t0_len = np.empty_like(texts[:n]), np.empty_like(lengths[:n])
+    t0[new], t0_len[new] = texts[n:], lengths[n:]
+    copied = np.flatnonzero(again)
+    t0[copied], t0_len[copied] = texts[copied - 1], lengths[copied - 1]
+    return t0, t0_len, texts[:n], lengths[:n]
+
+
 CHUNK = 8192
 """Actions laid out at a time (about 1 MB of rows; 4096 to 16384 measure alike)."""
 
@@ -88,8 +103,7 @@ def trace_json(rank_stages: list[list[int]], offsets: np.ndarray, stage: np.ndar
         """Actions a to b as text, and where each begins (and the last ends) in it."""
         code = stage[a:b] * 4 + kind[a:b]
         mb = microbatch[a:b]
-        times, times_len = _numbers(np.stack((start[a:b], end[a:b]), axis=1).reshape(-1))
-        t0, t1, t0_len, t1_len = times[0::2], times[1::2], times_len[0::2], times_len[1::2]
+        t0, t0_len, t1, t1_len = _times(start[a:b], end[a:b])
         rows = np.empty(b - a, dtype=[("head", heads.dtype), ("mb", mbs.dtype),
                                       ("middle", middles.dtype), ("mb2", mbs.dtype),
                                       ("start", starts.dtype), ("t0", t0.dtype),
