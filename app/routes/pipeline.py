@@ -26,7 +26,7 @@ from app.views.plot import line_chart
 
 MAX_PASSES = 65536
 """Bound on stages × chunks × micro-batches (each a forward and one or two backward passes):
-64 ranks × 1024 micro-batches of 1F1B, about 0.2 s to simulate and serialise."""
+64 ranks × 1024 micro-batches of 1F1B, about 0.1 s to simulate and serialise."""
 
 ScheduleName = Literal["gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zbv", "dualpipev"]
 PassTime = Annotated[float, Field(gt=0, le=1000, description="time of a pass, > 0")]

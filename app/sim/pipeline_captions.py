@@ -43,14 +43,17 @@ def make_frames(p, schedule, flat, links, line, held, by_start, paper) -> list[P
     """Frame 0 before anything runs; one frame per moment some pass starts (or, beyond
     MAX_FRAMES moments, per run of consecutive moments); a last frame at the makespan."""
     starts = line.start[by_start]
-    moments = np.unique(np.round(starts, 9))
-    groups = np.array_split(moments, min(MAX_FRAMES, moments.size))
-    cursors = np.array([g[-1] for g in groups])
-    firsts = np.array([g[0] for g in groups])
+    rounded = np.round(starts, 9)                 # sorted, as starts are: unique = first of runs
+    moments = rounded[np.concatenate(([True], rounded[1:] != rounded[:-1]))]
+    # np.array_split(moments, groups)'s edges: the first size % groups have one moment more
+    size = moments.size
+    groups = np.arange(min(MAX_FRAMES, size) + 1)
+    edges = groups * (size // groups[-1]) + np.minimum(groups, size % groups[-1])
+    cursors, firsts = moments[edges[1:] - 1], moments[edges[:-1]]
     bounds = np.searchsorted(starts, cursors + EPS, side="right")
     backward = flat.kind != 0
-    first_backward = float(line.start[backward].min(initial=np.inf))
-    last_forward = float(line.start[~backward].max(initial=0.0))
+    first_backward = float(np.min(line.start, where=backward, initial=np.inf))
+    last_forward = float(np.max(line.start, where=~backward, initial=0.0))
     title = SCHEDULE_KINDS[p.schedule].title
     frames = [PipelineFrame(0, 0.0, "before", _intro(p, schedule, title), 0, 0)]
     context = _Context(p, schedule, flat, links, line, held, cursors, starts)
@@ -92,10 +95,8 @@ class _Context:
                  starts: np.ndarray):
         self.p, self.schedule, self.flat, self.links, self.line, self.held = (
             p, schedule, flat, links, line, held)
-        first = np.zeros(flat.ids.size, dtype=bool)
-        first[flat.offsets[:-1][np.diff(flat.offsets) > 0]] = True
-        self.first = first
-        self.previous_end = np.where(first, 0.0, np.concatenate(([0.0], line.end[:-1])))
+        self.firsts = set(flat.offsets[:-1][np.diff(flat.offsets) > 0].tolist())
+        """each rank's first pass"""
         weights = np.flatnonzero(flat.kind == 3)
         _, first_w = np.unique(flat.rank[weights], return_index=True)
         self.first_of_kind = set(weights[first_w].tolist())         # each rank's first W
@@ -109,17 +110,20 @@ class _Context:
         for a, b in zip(flat.offsets[:-1], flat.offsets[1:]):
             i = np.searchsorted(line.start[a:b], at, side="right") - 1
             busy += (i >= 0) & (line.end[a:b][np.maximum(i, 0)] > at)
-        self.busy = busy
+        self.busy = busy.tolist()
         # rank-time computed before each cursor: Σ over passes of clip(t − start, 0, length)
         s, e = starts, np.sort(line.end)
         cs, ce = np.concatenate(([0.0], np.cumsum(s))), np.concatenate(([0.0], np.cumsum(e)))
         ns, ne = np.searchsorted(s, cursors, side="right"), np.searchsorted(e, cursors, side="right")
-        self.used = (ns * cursors - cs[ns]) - (ne * cursors - ce[ne])
+        self.used = ((ns * cursors - cs[ns]) - (ne * cursors - ce[ne])).tolist()
+        # the rank holding most activations at each cursor (the first of equals), and how many
+        self.top = self.held_at.argmax(axis=0).tolist() if held.times else []
+        self.top_held = self.held_at[self.top, np.arange(cursors.size)].tolist() \
+            if held.times else []
         # captions read a few passes' values each: .item() gives Python numbers, cheaper to
         # format than numpy scalars (and no list of every pass is built)
         self._rank, self._kind, self._ids = flat.rank.item, flat.kind.item, flat.ids.item
         self._start, self._end = line.start.item, line.end.item
-        self._previous_end, self._first = self.previous_end.item, first.item
         self._source, self._remote = links.source.item, links.remote.item
 
     def name(self, k: int) -> str:
@@ -129,14 +133,15 @@ class _Context:
         m = self.schedule.microbatches
         r, kind = self._rank(k), self._kind(k)
         a = decode(self._ids(k), m)
-        wait = self._start(k) - self._previous_end(k)
+        first = k in self.firsts
+        wait = self._start(k) - (0.0 if first else self._end(k - 1))
         src = self._source(k)
         what = (f"rank {r} runs {a} ({KIND_NAMES[a.kind]} of micro-batch {a.microbatch}, "
                 f"stage {a.stage})")
         if k in self.first_of_kind:
             what += " — W waits for no other rank, so it can fill time that would be idle"
         if wait > EPS:
-            idle = (f"its first pass, at t = {num(self._start(k))}" if self._first(k)
+            idle = (f"its first pass, at t = {num(self._start(k))}" if first
                     else f"after {num(wait)} idle")
             if src >= 0 and self._remote(k):
                 data = "activation" if kind == 0 else "gradient"
@@ -145,7 +150,7 @@ class _Context:
                         f"{self._rank(src)} ({self.name(src)} ended at "
                         f"{num(self._end(src))}{comm})")
             return f"{what}, {idle}"
-        if self._first(k):
+        if first:
             return what
         return f"{what}, straight after {self.name(k - 1)}"
 
@@ -159,17 +164,17 @@ class _Context:
                          f"{'' if t0 == t else ' in this stretch'}")
         when = f"t = {num(t)}" if t0 == t else f"t = {num(t0)} … {num(t)}"
         text = f"{when}: " + "; ".join(parts) + "."
-        idle = ranks - int(self.busy[j])
+        idle = ranks - self.busy[j]
         if idle:
             text += f" {idle} of {ranks} rank{'s' if ranks > 1 else ''} idle at t = {num(t)} (bubble)."
-        held = self.held_at[:, j]
         if ranks <= 8:
             text += (" Activations held: " + " · ".join(f"r{r} {h}" for r, h in
-                                                        enumerate(held.tolist())) + ".")
+                                                        enumerate(self.held_at[:, j].tolist()))
+                     + ".")
         else:
-            top = int(np.argmax(held))
             text += (f" Rank-time used so far: {self.used[j] / (ranks * t):.1%}. Most activations "
-                     f"held: rank {top}, {held[top]} micro-batch-chunks." if t > 0 else "")
+                     f"held: rank {self.top[j]}, {self.top_held[j]} micro-batch-chunks."
+                     if t > 0 else "")
         return text
 
     def summary(self, title: str, paper) -> str:
