@@ -35,6 +35,12 @@ def arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def run_config(args: argparse.Namespace) -> dict:
+    """The command line's own options, for a report: the runner's (--out, --backend,
+    --hold-seconds) left out."""
+    return {k: v for k, v in vars(args).items() if k not in ("out", "backend", "hold_seconds")}
+
+
 def start(backend: str) -> tuple[int, int, torch.device, str]:
     """Join the process group. Returns (rank, world size, device, backend)."""
     guard_parent()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 
-from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+from common import arguments, finish, gather, run_config, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
@@ -227,8 +227,7 @@ def main() -> None:
     if rank == 0:
         report = {"backend": backend, "world": world, "dp": dp, "tp": args.tp, "pp": args.pp,
                   "device": str(device), "torch": torch.__version__,
-                  "config": {k: v for k, v in vars(args).items()
-                             if k not in ("out", "backend", "hold_seconds")},
+                  "config": run_config(args),
                   "ranks": ranks}
     finish(report, rank, args.out)
 

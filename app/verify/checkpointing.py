@@ -30,7 +30,7 @@ from app.sim.checkpointing import layer_shape, model_of, simulate
 from app.sim.memory import MemoryConfig
 from app.verify.jobs import Check, Verdict
 from app.verify.memory import LEFT_OUT, TERM_PART, model_args, scaled_config
-from app.views.plot import human_bytes
+from app.views.plot import exact_bytes, human_bytes
 
 LAYERS = 4
 """Most layers in the real run: enough for several checkpointed segments."""
@@ -96,7 +96,7 @@ def compare(params, trace, report: dict) -> Verdict:
             any(got_per_rank))
         errors.append(error)
         got = got_per_rank[0]
-        rows.append([label, _bytes(want), shown or _bytes(got),
+        rows.append([label, exact_bytes(want), shown or exact_bytes(got),
                      f"{(got - want) / want:+.2%}" if want else ("exact" if not got else "—")])
         if error > BYTES_TOLERANCE:
             problems.append(f"{label}: measured {got:,.0f} B, simulated {want:,.0f} B")
@@ -105,8 +105,8 @@ def compare(params, trace, report: dict) -> Verdict:
                              ("S · a layer, selective", per.selective, ("selective", 1)),
                              ("C · a layer's checkpoint, full", per.checkpoint, ("full", 1))):
         layers = [layer for r in by_strategy for layer in r[key]["per_layer"]]
-        shown = _bytes(layers[0]) if len(set(layers)) == 1 else \
-            f"{_bytes(min(layers))} – {_bytes(max(layers))}"
+        shown = exact_bytes(layers[0]) if len(set(layers)) == 1 else \
+            f"{exact_bytes(min(layers))} – {exact_bytes(max(layers))}"
         row(label, want, layers, shown)
     for t in sim.strategies:
         got = [r[(t.recompute, t.k)] for r in by_strategy]
@@ -170,16 +170,16 @@ def selective_peak(t, got: list[dict], rows: list, problems: list) -> str:
     high = max(g["peak"] for g in got)
     inside = low <= high <= t.peak * (1 + BYTES_TOLERANCE)
     peak = got[0]["peak"]
-    rows.append([label, f"at most {_bytes(t.peak)}", _bytes(peak),
+    rows.append([label, f"at most {exact_bytes(t.peak)}", exact_bytes(peak),
                  f"{(peak - t.peak) / t.peak:+.2%}, within the bound" if inside else
                  f"{(peak - t.peak) / t.peak:+.2%}, outside"])
     if not inside:
         problems.append(f"{label}: measured {high:,} B, outside [{low:,}, {t.peak:,.0f}] B")
     return (f"Selective recompute: the simulation re-runs a layer's attention scores before "
-            f"the layer's backward, peaking at (L−1)·S + A = {_bytes(t.peak)}; torch re-runs "
+            f"the layer's backward, peaking at (L−1)·S + A = {exact_bytes(t.peak)}; torch re-runs "
             f"them when the backward reaches the attention core, after the layer's MLP and "
             f"second norm have freed their activations, so the real peak is lower — here "
-            f"{_bytes(peak)}{', the end of forward' if peak == got[0]['end_of_forward'] else ''}"
+            f"{exact_bytes(peak)}{', the end of forward' if peak == got[0]['end_of_forward'] else ''}"
             f". The check asks that it lie between L·S and the simulated bound.")
 
 
@@ -203,7 +203,7 @@ def left_out(small, sim, measured: dict) -> list[str]:
             notes.append(f"Per layer ({' and '.join(words)} recompute) the formula leaves "
                          f"out: {parts}.")
     outside = measured[("none", 1)]["outside_layers"]
-    notes.append(f"Outside the layers the embedding and the loss kept {_bytes(outside)} more "
+    notes.append(f"Outside the layers the embedding and the loss kept {exact_bytes(outside)} more "
                  f"(token ids, the loss's fp32 softmax): this scene leaves them out, the "
                  f"memory ledger (/memory) counts them.")
     notes.append("The peak counts the tensors autograd keeps; on a GPU the gradients flowing "
@@ -214,9 +214,6 @@ def left_out(small, sim, measured: dict) -> list[str]:
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'es' if noun.endswith('h') and n != 1 else 's' if n != 1 else ''}"
 
-
-def _bytes(n: float) -> str:
-    return f"{human_bytes(n)} ({int(n):,} B)"
 
 
 CHECK = Check(

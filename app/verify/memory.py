@@ -21,7 +21,7 @@ from app.sim.memory import MemoryConfig, ledger
 from app.sim.models import ModelShape
 from app.sim.rank_states import rank_states
 from app.verify.jobs import Check, Verdict
-from app.views.plot import human_bytes
+from app.views.plot import exact_bytes, human_bytes
 
 ACTIVATION_TOLERANCE = 0.10
 CAP = 2                                  # most ranks per parallel dimension in the real run
@@ -108,21 +108,21 @@ def compare(params, trace, report: dict) -> Verdict:
         measured = [r[key] for r in ranks]
         want = getattr(exact, key)
         if any(m is None for m in measured):
-            rows.append([label, human_bytes(stage.bytes(key)), _exact(want), "not measured",
+            rows.append([label, human_bytes(stage.bytes(key)), exact_bytes(want), "not measured",
                          "—"])
             notes.append("8-bit Adam needs bitsandbytes' GPU kernels; its states are predicted "
                          "only (1 byte each for m and v).")
             continue
         diff = max(abs(m - want) for m in measured)
         worst = max(worst, diff)
-        rows.append([label, human_bytes(stage.bytes(key)), _exact(want), _exact(measured[0]),
+        rows.append([label, human_bytes(stage.bytes(key)), exact_bytes(want), exact_bytes(measured[0]),
                      "exact" if diff == 0 else f"{diff:,} B off"])
         if diff:
             problems.append(f"{label}: measured {measured} B, expected {want:,} B")
     predicted = stage.bytes("activations")
     acts = [r["activations"] for r in ranks]
     error = (acts[0] - predicted) / predicted
-    rows.append(["activations", human_bytes(predicted), "—", _exact(acts[0]),
+    rows.append(["activations", human_bytes(predicted), "—", exact_bytes(acts[0]),
                  f"{error:+.1%}"])
     within = abs(error) <= ACTIVATION_TOLERANCE
     if not within:
@@ -133,7 +133,7 @@ def compare(params, trace, report: dict) -> Verdict:
     for name in PARTS:
         want, got = expected_parts.get(name, 0.0), measured_parts.get(name, 0)
         if want or got:
-            rows.append([f"· {name}", human_bytes(want), "—", _exact(got),
+            rows.append([f"· {name}", human_bytes(want), "—", exact_bytes(got),
                          f"{got - want:+,.0f} B"])
             if got > want and name in LEFT_OUT:
                 notes.append(f"{name}: {got - want:+,.0f} B that the formula leaves out — "
@@ -161,9 +161,6 @@ def compare(params, trace, report: dict) -> Verdict:
     return Verdict(passed, worst, detail, {"table": table, "notes": notes,
                                            "scaled": worker_args(scaled)})
 
-
-def _exact(n: int | float) -> str:
-    return f"{human_bytes(n)} ({int(n):,} B)"
 
 
 CHECK = Check(

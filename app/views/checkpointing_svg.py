@@ -16,7 +16,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from app.views.checkpointing import STRIP_H, STRIP_TOP, CheckpointDeck, FrameView, LayerCell
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import CAPTION_HEIGHT, deck_end, deck_open
 from app.views.svg import esc as _e
 from app.views.svg import num2 as _n
 
@@ -48,12 +48,8 @@ def render(deck: CheckpointDeck, current: int, *, standalone: bool = False,
     out.append('<g class="muted" font-size="14">')
     out += [f'<text x="{_n(x + 24)}" y="703">{_e(text)}</text>' for x, _, text in deck.legend]
     out.append("</g></g>")
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_frame(deck, f, current, standalone)
-                                 for f in deck.frames[current + 1:]]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 

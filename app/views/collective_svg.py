@@ -16,8 +16,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.collective import COMPLETE, Deck
-from app.views.svg import (CAPTION_HEIGHT, attrs, caption_texts, deck_open, el, later_frames,
-                           text, title)
+from app.views.svg import CAPTION_HEIGHT, attrs, deck_end, deck_open, el, text, title
 
 
 
@@ -45,12 +44,9 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += _frame(deck, frame, current, standalone)
     out.append("</g>")
     out += _legend(deck)
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_frame(deck, frame, current, standalone)
-                                 for frame in deck.frames[current + 1:]]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(deck, frame, current, standalone)
+                         for frame in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 

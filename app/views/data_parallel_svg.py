@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from app.views.collective import Label
 from app.views.data_parallel import Deck, FrameView
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, spans_text
+from app.views.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
@@ -33,12 +33,9 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += _frame(f, current, standalone, deck.axis_y)
     out.append("</g>")
     out += _legend(deck)
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_frame(f, current, standalone, deck.axis_y)
-                                 for f in deck.frames[current + 1:]]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(f, current, standalone, deck.axis_y)
+                         for f in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 

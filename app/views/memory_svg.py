@@ -18,7 +18,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.memory import Box, Deck, Layer, Text
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import CAPTION_HEIGHT, deck_end, deck_open
 
 
 
@@ -54,12 +54,9 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         swatch = f'x="{t.x - 26}" y="{t.y - 13}" width="20" height="18" rx="3"'
         out.append(f'<rect {swatch} class="hatch-swatch" fill="#999999"/>'
                    f'<rect {swatch} fill="url(#memory-hatch)"/>' + texts((t,)))
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_layer(layer, current, standalone)
-                                 for layer in deck.layers[current + 1:]]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_layer(layer, current, standalone)
+                         for layer in deck.layers[current + 1:])))
     return Markup("".join(out))
 
 

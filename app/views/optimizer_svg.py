@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from app.templating import PAGE_COLOURS
 from app.views.optimizer import FrameView, OptimizerDeck, RowCells
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import CAPTION_HEIGHT, deck_end, deck_open
 from app.views.svg import esc as _e
 from app.views.svg import num as _n
 from app.views.svg import num2 as _n2
@@ -55,12 +55,9 @@ def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
     for f in deck.frames[:current + 1]:
         out += _frame(cells, f, current, standalone)
     out.append("</g>")
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_frame(cells, f, current, standalone)
-                                 for f in deck.frames[current + 1:]]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(cells, f, current, standalone)
+                         for f in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 

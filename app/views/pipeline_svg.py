@@ -22,7 +22,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.pipeline import Deck, FrameView
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import CAPTION_HEIGHT, deck_end, deck_open
 
 MB_SWATCH = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
 
@@ -53,12 +53,8 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     out += _now(deck, deck.frames[current])
     out.append('<g class="pp-hover" aria-hidden="true"></g>')
     out += _legend(deck)
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_frame(deck, f, current, standalone)
-                                 for f in deck.frames[current + 1:]]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 

@@ -22,6 +22,11 @@ def human_bytes(n: float) -> str:
     raise AssertionError
 
 
+def exact_bytes(n: float) -> str:
+    """"1.69 MiB (1,771,520 B)": readable, and to the byte beside a measurement."""
+    return f"{human_bytes(n)} ({int(n):,} B)"
+
+
 def human_time_us(t: float) -> str:
     """Microseconds in the unit that reads best: 12.3 µs, 4.56 ms, 1.23 s."""
     if t < 1000:

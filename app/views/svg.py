@@ -88,6 +88,15 @@ def caption_texts(caption, top: float) -> list[str]:
             f'{esc(line)}</text>' for k, line in enumerate(caption)]
 
 
+def deck_end(standalone: bool, caption, top: float, later) -> str:
+    """What closes every deck: a standalone file (an export) gets its caption under the drawing
+    that ends at ``top``; a page's deck is followed by its later frames, ``later`` — an iterable
+    of frames, consumed only then (:func:`later_frames`)."""
+    if standalone:
+        return "".join(caption_texts(caption, top)) + "</svg>"
+    return "</svg>" + later_frames(later)
+
+
 def later_frames(frames) -> str:
     """The frames after the current one (each a list of markup parts: its ``<g …>`` start tag
     … ``</g>``), in an inert ``<template class="deck-later">`` after the ``<svg>``, each as an

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from app.views.tensor_parallel import Deck
 from app.views.tp_frames import FrameView, Text
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames
+from app.views.svg import CAPTION_HEIGHT, deck_end, deck_open
 
 LEGEND_FILLS = {"grey": "#bcc3cb", "dark": "#3a4250", "shade": "url(#tp-shade)"}
 
@@ -46,12 +46,8 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += _frame(deck, f, current)
     out.append("</g>")
     out += _legend(deck)
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_frame(deck, f, current)
-                                 for f in deck.frames if f.index > current]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(deck, f, current) for f in deck.frames if f.index > current)))
     return Markup("".join(out))
 
 

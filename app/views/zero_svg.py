@@ -17,7 +17,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.views.zero import Deck, FrameView
-from app.views.svg import CAPTION_HEIGHT, caption_texts, deck_open, later_frames, spans_text
+from app.views.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
@@ -38,12 +38,8 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += _frame(deck, f, current, standalone)
     out.append("</g>")
     out += _legend(deck)
-    if standalone:
-        out += caption_texts(caption, deck.height)
-    out.append("</svg>")
-    if not standalone:
-        out.append(later_frames([_frame(deck, f, current, standalone)
-                                 for f in deck.frames[current + 1:]]))
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 
