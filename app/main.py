@@ -4,6 +4,7 @@ jobs and the static files, behind headers that keep every request on this origin
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
@@ -15,7 +16,7 @@ from app.routes import (checkpointing, collective, data_parallel, memory, optimi
                         precision, tensor_parallel, zero)
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
-from app.templating import STATIC, render
+from app.templating import STATIC, asset_version, render
 from app.verify.jobs import JobRunner
 
 SCENES = (memory.SCENE, collective.SCENE, optimizer.SCENE, data_parallel.SCENE, zero.SCENE,
@@ -55,6 +56,20 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class Assets(StaticFiles):
+    """Static files. Templates write their URLs with ``?v=`` and a hash of the files
+    (:func:`app.templating.asset_version`): such a URL never changes content, so the browser
+    keeps it without asking again (without this, Chromium revalidates the favicon after every
+    slider move, which pushes a new address)."""
+
+    async def get_response(self, path, scope):
+        response = await super().get_response(path, scope)
+        version = parse_qs(scope.get("query_string", b"").decode()).get("v")
+        if response.status_code == 200 and version == [asset_version()]:
+            response.headers["Cache-Control"] = "public, max-age=31536000, immutable"
+        return response
+
+
 class CompressPages:
     """gzip for pages and assets; /api answers stay uncompressed so they stay cheap."""
 
@@ -79,7 +94,7 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
     app = FastAPI(title="Shardscope", docs_url="/api/docs", redoc_url=None,
                   openapi_url="/api/openapi.json", lifespan=lifespan)
     app.state.runner = runner
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount("/static", Assets(directory=STATIC), name="static")
 
     @app.get("/", response_class=HTMLResponse)
     def home(request: Request):

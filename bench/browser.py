@@ -90,10 +90,17 @@ def measure(base: str, scenes, moves: int = 60) -> dict:
         for scene in scenes:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             sizes, foreign = [], []
-            page.on("requestfinished", lambda r: sizes.append(r.sizes()))
+
+            def finished(request):
+                sizes.append(request.sizes())
+
+            page.on("requestfinished", finished)
             page.on("request", lambda r: foreign.append(r.url)
                     if not r.url.startswith((base, "data:", "about:")) else None)
             page.goto(f"{base}/{scene.slug}", wait_until="networkidle")
+            # the first load's sizes only: asking the browser for each request's sizes is a
+            # round trip that would otherwise load the machine during the slider moves
+            page.remove_listener("requestfinished", finished)
             transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in sizes)
             requests = len(sizes)
             selector = control_selector(scene.key_slider)

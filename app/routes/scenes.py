@@ -26,6 +26,16 @@ JSON = "application/json"
 PAGES = Recent(256, max_bytes=128 * 2**20)
 """Rendered pages and stage fragments, by scene, params, frame and real-run settings."""
 
+FRAGMENT_CACHE = "private, max-age=600"
+"""A stage fragment is a pure function of its URL (and of the server's real-run settings, fixed
+while it runs), so the browser may keep it: dragging a slider back over values it has shown, or
+onto a neighbour that controls.js fetched ahead, is answered from the browser's cache. Ten
+minutes bounds how long a fragment from an older version of the app can outlive an upgrade."""
+
+VARY = "HX-Request, HX-History-Restore-Request"
+"""The same URL answers a page, a stage fragment (htmx) or a whole page again for htmx's
+history restore (which sends HX-Request too), so caches must tell the three apart."""
+
 
 def parse_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
     raw = query.get("frame")
@@ -82,9 +92,12 @@ def scene_router(scene: Scene) -> APIRouter:
 
     @router.get(f"/{scene.slug}", response_class=HTMLResponse)
     def page(request: Request):
-        body, status = html(request, embed=False,
-                            block="stage" if is_fragment(request) else None)
-        return HTMLResponse(body, status_code=status, headers={"Vary": "HX-Request"})
+        fragment = is_fragment(request)
+        body, status = html(request, embed=False, block="stage" if fragment else None)
+        headers = {"Vary": VARY}
+        if fragment and status == 200:
+            headers["Cache-Control"] = FRAGMENT_CACHE
+        return HTMLResponse(body, status_code=status, headers=headers)
 
     @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse)
     def embed(request: Request):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.sim.collective_schedules import dtree_parents, depths
 from app.sim.collectives import CollectiveTrace
 from app.sim.mesh import node_of
@@ -134,11 +136,19 @@ class _Palette:
     def __init__(self, world: int):
         self.world = world
         self.stripes: dict[int, Stripes] = {}
+        self._fills: dict[int, str] = {}  # by source mask: a deck asks for the same few often
+        self._inks: dict[int, str] = {}
         if world <= STRIPE_LIMIT:  # the legend's sample: a sum of the first ranks
             sample = tuple(rank_colour(r, world) for r in range(min(world, 3)))
             self.stripes[-1] = Stripes(LEGEND_STRIPES, sample)
 
     def fill(self, mask: int) -> str:
+        fill = self._fills.get(mask)
+        if fill is None:
+            fill = self._fills[mask] = self._fill(mask)
+        return fill
+
+    def _fill(self, mask: int) -> str:
         ranks = _mask_ranks(mask, self.world)
         if not ranks:
             return ""
@@ -154,6 +164,12 @@ class _Palette:
         return ramp(BLUES[2:], len(ranks) / self.world)
 
     def ink(self, mask: int) -> str:
+        ink = self._inks.get(mask)
+        if ink is None:
+            ink = self._inks[mask] = self._ink(mask)
+        return ink
+
+    def _ink(self, mask: int) -> str:
         ranks = _mask_ranks(mask, self.world)
         if len(ranks) == 1:
             return text_on(rank_colour(ranks[0], self.world))
@@ -277,6 +293,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     columns, group, col_w = _columns(trace)
     row_h = min(76.0, (GRID_BOTTOM - GRID_TOP) / n)
     row_y = [GRID_TOP + r * row_h for r in range(n)]
+    column_starts = [start for _, start, _, _, _ in columns]  # contiguous, in buffer order
     col_of_element = {}
     for index, (_, start, stop, _, _) in enumerate(columns):
         for e in range(start, stop):
@@ -319,11 +336,12 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
         else:
             changed = ((values[k] != values[k - 1]) | (filled[k] != filled[k - 1])
                        | (sources[k] != sources[k - 1]))  # (world, buffer_len)
+            # any element of each drawn column changed: (world, columns)
+            changed_cells = np.logical_or.reduceat(changed[:, :columns[-1][2]], column_starts, axis=1)
             origin = _origins(trace.schedule.steps[k - 1], columns, col_of_element, row_y)
             cells = tuple(
                 cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
-                for r in range(n) for c in range(len(columns))
-                if changed[r, columns[c][1]:columns[c][2]].any())
+                for r, c in zip(*map(np.ndarray.tolist, np.nonzero(changed_cells))))
             arrows = _arrows(trace, k, lanes, radius)
             header = f"Step {k} of {n_steps} · {frame.phase}"
         frames.append(FrameView(k, header, cells, arrows))

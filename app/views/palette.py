@@ -10,6 +10,8 @@ also labels ranks by number.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 OKABE_ITO: tuple[str, ...] = (
     "#0072B2",  # blue
     "#E69F00",  # orange
@@ -34,6 +36,7 @@ def _rgb(colour: str) -> tuple[int, int, int]:
     return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
 
 
+@lru_cache(maxsize=4096)
 def mix(a: str, b: str, t: float) -> str:
     """The colour a fraction ``t`` of the way from ``a`` to ``b``."""
     (r1, g1, b1), (r2, g2, b2) = _rgb(a), _rgb(b)
@@ -41,6 +44,7 @@ def mix(a: str, b: str, t: float) -> str:
                                         round(b1 + (b2 - b1) * t))
 
 
+@lru_cache(maxsize=4096)
 def ramp(stops: tuple[str, ...], t: float) -> str:
     """The colour at ``t`` ∈ [0, 1] along evenly spaced ``stops``."""
     t = min(max(t, 0.0), 1.0) * (len(stops) - 1)
@@ -48,6 +52,7 @@ def ramp(stops: tuple[str, ...], t: float) -> str:
     return mix(stops[i], stops[i + 1], t - i)
 
 
+@lru_cache(maxsize=4096)
 def rank_colour(rank: int, world: int) -> str:
     if world <= len(OKABE_ITO):
         return OKABE_ITO[rank]
@@ -58,6 +63,7 @@ def rank_colours(world: int) -> list[str]:
     return [rank_colour(r, world) for r in range(world)]
 
 
+@lru_cache(maxsize=4096)
 def text_on(colour: str) -> str:
     """Black or white, whichever reads better on ``colour`` (WCAG relative luminance)."""
     def channel(c: int) -> float:

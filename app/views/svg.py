@@ -10,6 +10,10 @@ from __future__ import annotations
 from html import escape
 
 
+_NAMES: dict[str, str] = {}
+"""Keyword → attribute name, as attrs() spells them (a deck repeats a few dozen names)."""
+
+
 def attrs(**values) -> str:
     """``x=1, fill="#fff", stroke_width=2`` → ``x="1" fill="#fff" stroke-width="2"``; None and
     "" are left out; a trailing underscore is dropped (``class_``)."""
@@ -17,7 +21,9 @@ def attrs(**values) -> str:
     for key, value in values.items():
         if value is None or value == "":
             continue
-        name = key.rstrip("_").replace("_", "-")
+        name = _NAMES.get(key)
+        if name is None:
+            name = _NAMES[key] = key.rstrip("_").replace("_", "-")
         if isinstance(value, float):
             value = f"{value:.1f}".rstrip("0").rstrip(".")
         parts.append(f'{name}="{value}"')

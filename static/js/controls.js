@@ -27,7 +27,7 @@
   }
 
   function setOutput(input) {
-    var out = document.querySelector('output[data-for="' + input.name + '"]');
+    var out = (input.form || document).querySelector('output[data-for="' + input.name + '"]');
     if (out) out.textContent = input.value;
   }
 
@@ -159,17 +159,117 @@
     });
   }
 
+  // -- the next states of a drag, fetched ahead ---------------------------------------------
+  // A stage fragment is a pure function of its URL, so the states a drag is about to reach can
+  // be fetched before it gets there (stage.js keeps it and swaps it in when it does) instead of
+  // waiting, at that move, for a state the server has not rendered yet (15–40 ms here). The
+  // guess is the slider's last move repeated (a drag at an even pace, or the arrow keys, moves
+  // by the same amount each time); one that misses (a change of pace, a jump) costs a request
+  // and nothing else.
+
+  function stateUrl(form) {
+    var drop = form.hasAttribute("data-drop-empty");
+    var parts = [];
+    new FormData(form).forEach(function (x, key) {  // encoded as htmx encodes a GET's parameters
+      if (!(drop && x === "")) parts.push(encodeURIComponent(key) + "=" + encodeURIComponent(x));
+    });
+    return form.getAttribute("hx-get") + "?" + parts.join("&");
+  }
+
+  // A detached copy of the form holding the live form's current values. Cloning a form costs
+  // more than a millisecond (every range and select builds its own inner tree), so one copy is
+  // kept and brought up to date, which costs a few property writes.
+  function copyOf(form) {
+    var from = form.querySelectorAll("input, select");
+    var copy = form.__copy;
+    var to = copy && copy.querySelectorAll("input, select");
+    if (!copy || to.length !== from.length) {
+      form.__copy = form.cloneNode(true);  // values included
+      return form.__copy;
+    }
+    for (var i = 0; i < from.length; i++) {  // written only where they differ
+      var a = from[i], b = to[i];
+      if (a.type === "range" && (b.min !== a.min || b.max !== a.max || b.step !== a.step)) {
+        b.min = a.min; b.max = a.max; b.step = a.step;
+      }
+      if (a.type === "radio" || a.type === "checkbox") {
+        if (b.checked !== a.checked) b.checked = a.checked;
+      } else if (b.value !== a.value) b.value = a.value;
+      if (b.disabled !== a.disabled) b.disabled = a.disabled;
+    }
+    return copy;
+  }
+
+  // The URL of the state `steps` slider steps up (positive) or down from where the slider is,
+  // or null at its end. The move is made on a copy of the form, so that the hidden input it
+  // drives and the sliders that depend on it change as they would.
+  function aheadUrl(slider, steps) {
+    var form = slider.form;
+    var index = Array.prototype.indexOf.call(form.querySelectorAll('input[type="range"]'), slider);
+    var copy = copyOf(form);
+    var probe = copy.querySelectorAll('input[type="range"]')[index];
+    var before = probe.value;
+    if (steps > 0) probe.stepUp(steps); else probe.stepDown(-steps);  // the browser's own steps
+    if (probe.value === before) return null;
+    follow(copy, probe);
+    fixMultiples(copy);
+    return stateUrl(copy);
+  }
+
+  function fetchAhead(urls) {
+    if (window.ShardscopeStage) window.ShardscopeStage.fetchAhead(urls);
+  }
+
+  function watchSliders(form) {
+    if (navigator.connection && navigator.connection.saveData) return;
+    var pace = 1, last = {}, moved = null;
+    form.addEventListener("input", function (event) {
+      var el = event.target;
+      moved = el.type === "range" ? el : null;
+      if (!moved) return;
+      var v = parseFloat(el.value), step = parseFloat(el.step) || 1;
+      var key = el.name || el.dataset.log2For || el.dataset.target;
+      var before = key in last ? last[key] : parseFloat(el.defaultValue);
+      var steps = Math.round((v - before) / step);
+      if (steps !== 0) pace = steps;
+      last[key] = v;
+    });
+    // Once the answer is on screen (stage.js keeps it), guess the next two states and fetch
+    // them: after the paint, so that neither the guessing nor the server's rendering holds up
+    // the browser painting this one (on a small machine they share the cores); two moves ahead,
+    // so that the server has a whole move's time for each. The way back is where the drag came
+    // from, kept already.
+    form.addEventListener("stage:answered", function () {
+      requestAnimationFrame(function () {
+        setTimeout(function () {
+          if (moved) fetchAhead([aheadUrl(moved, pace), aheadUrl(moved, 2 * pace)]);
+        }, 0);
+      });
+    });
+    // a slider taken hold of, before it moves
+    ["pointerdown", "focusin"].forEach(function (type) {
+      form.addEventListener(type, function (event) {
+        var el = event.target;
+        if (el.type === "range") fetchAhead([aheadUrl(el, 1), aheadUrl(el, -1)]);
+      });
+    });
+  }
+
+  // What one changed control brings along: its readout, the hidden input it drives, dependent
+  // controls (fixMultiples, for the sliders that depend on others, runs beside it).
+  function follow(form, el) {
+    if (el.dataset && el.dataset.log2For) syncLog2(el);
+    if (el.name) setOutput(el);
+    if (el.tagName === "SELECT") applyFill(el);
+    if (el.dataset && el.dataset.values) pickFromList(el);
+    fixDependents(form);
+  }
+
   function initForm(form) {
     if (form.__controls) return;
     form.__controls = true;
     // capture phase: runs before htmx's own listener reads the form
-    form.addEventListener("input", function (event) {
-      if (event.target.dataset && event.target.dataset.log2For) syncLog2(event.target);
-      if (event.target.name) setOutput(event.target);
-      if (event.target.tagName === "SELECT") applyFill(event.target);
-      if (event.target.dataset && event.target.dataset.values) pickFromList(event.target);
-      fixDependents(form);
-    }, true);
+    form.addEventListener("input", function (event) { follow(form, event.target); }, true);
     if (form.hasAttribute("data-drop-empty")) {
       form.addEventListener("htmx:configRequest", function (event) {
         var params = event.detail.parameters;
@@ -190,6 +290,7 @@
       if (watched[event.target.name]) fixMultiples(form);
     }, true);
     fixMultiples(form);
+    watchSliders(form);
   }
 
   function init(scope) {

@@ -170,16 +170,6 @@
     else if (event.key === " " && tag !== "BUTTON" && tag !== "A") { event.preventDefault(); active.act("play"); }
   });
 
-  // htmx walks every element it removes, firing an event on each; a deck has thousands of
-  // elements and none of them carries htmx attributes, so empty the stage (which the swap
-  // replaces anyway) or take decks out before the swap.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var target = event.detail.target;
-    if (!event.detail.shouldSwap || !target) return;
-    if (target.id === "stage") target.replaceChildren();  // replaced whole: nothing to walk
-    else target.querySelectorAll("svg.deck").forEach(function (deck) { deck.remove(); });
-  });
-
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:load", function (event) { init(event.detail.elt); });
   window.ShardscopePlayer = { init: init };

@@ -1,0 +1,168 @@
+// What a slider move costs the browser. The stage is swapped whole for every move, so:
+// states already seen (or fetched ahead) are swapped in from memory without a request, the old
+// stage is emptied before htmx walks it, and what is on screen is painted first.
+(function () {
+  "use strict";
+
+  // -- states kept in memory -------------------------------------------------------------------
+  // Every stage fragment this page received, by the URL htmx asks for (the last KEEP of them).
+  // A fragment is a pure function of its URL, so a move onto a state the page has shown, or onto
+  // one fetched ahead (controls.js guesses where a drag goes next), is swapped in from here with
+  // htmx's own swap: even an answer from the browser's HTTP cache takes 5–10 ms.
+  var KEEP = 48;
+  var kept = new Map();
+
+  function keep(url, html) {
+    kept.delete(url);  // most recent last
+    kept.set(url, html);
+    if (kept.size > KEEP) kept.delete(kept.keys().next().value);
+  }
+
+  var ahead = [], fetching = null;  // the URL being fetched ahead, and its promise
+
+  // Fetch these states, one at a time (a person's own move is answered first).
+  function fetchAhead(urls) {
+    ahead = urls.filter(function (url) {
+      return url && !kept.has(url) && !(fetching && fetching.url === url);
+    });
+    next();
+  }
+
+  function next() {
+    if (fetching || !ahead.length) return;
+    var url = ahead.shift();
+    var done = fetch(url, {headers: {"HX-Request": "true"}, credentials: "same-origin", priority: "low"})
+      .then(function (response) {
+        if (response.status !== 200) return null;
+        return response.text().then(function (html) { keep(url, html); parseWhenIdle(url, html); });
+      })
+      .catch(function () {})
+      .then(function () { fetching = null; next(); });
+    fetching = {url: url, done: done};
+  }
+
+  function isStageGet(detail) {
+    return detail.target && detail.target.id === "stage" && detail.requestConfig &&
+      detail.requestConfig.verb === "get";
+  }
+
+  // A state fetched ahead is also parsed ahead, while the page is idle, so that the move onto it
+  // only inserts it (parsing a stage takes htmx 3–6 ms here). htmx.swap takes the fragment as
+  // htmx's own parser would make it for a partial response: the content of a <template>.
+  var parsed = new Map();
+
+  function parseWhenIdle(url, html) {
+    var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 0); };
+    idle(function () {
+      if (!kept.has(url)) return;
+      var wrapped = "<body><template>" + html + "</template></body>";
+      var doc = "parseHTMLUnsafe" in Document ? Document.parseHTMLUnsafe(wrapped)
+        : new DOMParser().parseFromString(wrapped, "text/html");
+      parsed.set(url, doc.querySelector("template").content);
+      if (parsed.size > 4) parsed.delete(parsed.keys().next().value);
+    }, {timeout: 200});
+  }
+
+  var moves = 0;  // counts the stage requests, so that a late answer knows it was overtaken
+
+  function answer(detail, url, html) {
+    keep(url, html);
+    var target = detail.target;
+    prepare(target);
+    var content = parsed.get(url) || html;  // a parsed fragment can be inserted once
+    parsed.delete(url);
+    htmx.swap(target, content, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
+    window.history.pushState({htmx: true}, "", url);  // as hx-push-url does
+    detail.elt.dispatchEvent(new CustomEvent("stage:answered", {bubbles: true, detail: {url: url}}));
+  }
+
+  // A move onto a kept state is answered from memory; one onto the state being fetched ahead
+  // waits for that fetch rather than asking again. htmx ends its own request when its
+  // beforeRequest event is cancelled (hx-sync has cancelled older requests by then).
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var detail = event.detail;
+    if (!isStageGet(detail)) return;
+    var move = ++moves;
+    var url = detail.pathInfo.finalRequestPath;
+    if (kept.has(url)) {
+      event.preventDefault();
+      answer(detail, url, kept.get(url));
+    } else if (fetching && fetching.url === url) {
+      event.preventDefault();
+      fetching.done.then(function () {
+        if (move !== moves || !detail.target.isConnected) return;  // moved on meanwhile
+        if (kept.has(url)) answer(detail, url, kept.get(url));
+        else htmx.trigger(detail.elt, "submit");  // the fetch failed: ask through htmx
+      });
+    }
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var detail = event.detail;
+    if (!isStageGet(detail) || !detail.xhr || detail.xhr.status !== 200) return;
+    keep(detail.pathInfo.finalRequestPath, detail.xhr.responseText);
+    detail.elt.dispatchEvent(new CustomEvent("stage:answered", {bubbles: true,
+      detail: {url: detail.pathInfo.finalRequestPath}}));
+  });
+
+  // -- the swap itself ---------------------------------------------------------------------------
+  // Panels below (or above) the window are rendered for the new stage one frame after the deck:
+  // the first frame then shows everything a person can see, and a drag that moves on before
+  // that frame never lays out panels nobody saw. (Chromium would otherwise lay them out at once:
+  // content-visibility: auto renders what lies within about a window's height of the fold.)
+  // Panels on screen are rendered with the deck. Where the panels are, and how tall, is told by
+  // observers, which the browser answers while it renders anyway: asking at the swap would lay
+  // out the whole page once more, for nothing.
+  var panelsShown = true, panelsHeight = 0, deferred = null;
+  var sight = "IntersectionObserver" in window && new IntersectionObserver(function (entries) {
+    panelsShown = entries[entries.length - 1].isIntersecting;
+  });
+  var size = "ResizeObserver" in window && new ResizeObserver(function (entries) {
+    panelsHeight = entries[entries.length - 1].borderBoxSize[0].blockSize;
+  });
+
+  function watchPanels() {
+    if (!sight || !size) return;
+    sight.disconnect();
+    size.disconnect();
+    var panels = document.querySelector("#stage .panels");
+    if (panels) { sight.observe(panels); size.observe(panels); }
+  }
+
+  // Before a stage is replaced.
+  function prepare(target) {
+    deferred = sight && size && !panelsShown && panelsHeight > 0 ? panelsHeight : null;
+    // htmx walks every element it removes, firing an event on each; a deck has thousands of
+    // elements and none of them carries htmx attributes: the stage goes whole, so empty it first
+    target.replaceChildren();
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!event.detail.shouldSwap || !target) return;
+    if (target.id === "stage") prepare(target);
+    else target.querySelectorAll("svg.deck").forEach(function (deck) { deck.remove(); });
+  });
+
+  document.addEventListener("htmx:afterSwap", function () {
+    var panels = document.querySelector("#stage .panels");
+    var height = deferred;
+    deferred = null;
+    if (panels && height !== null) {
+      // hidden at the height the old panels had, so that nothing below moves meanwhile
+      panels.style.containIntrinsicSize = "auto " + Math.round(height) + "px";
+      panels.style.contentVisibility = "hidden";
+      requestAnimationFrame(function () {
+        setTimeout(function () {  // after the frame that shows the deck
+          panels.style.contentVisibility = "";
+          panels.style.containIntrinsicSize = "";
+        }, 0);
+      });
+    }
+    watchPanels();
+  });
+
+  document.addEventListener("DOMContentLoaded", watchPanels);
+
+  window.ShardscopeStage = {fetchAhead: fetchAhead};
+})();

@@ -1,0 +1,116 @@
+"""How a slider move reaches the stage (static/js/stage.js, controls.js): states already shown
+come back from memory without a request, the next states of a drag are fetched ahead (with the
+dependent sliders moved as the form moves them), panels off screen are painted a frame after the
+deck, and the address bar and the back button keep working throughout. The `page` fixture fails
+any test that logs a console error or requests another origin."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.helpers import drag
+
+pytestmark = pytest.mark.browser
+
+WORLD = 'input[name="world"]'
+
+
+def stage_requests(page) -> list[tuple[str, str]]:
+    """(resource type, URL) of every request for a /collective or /tensor-parallel state."""
+    seen: list[tuple[str, str]] = []
+    page.on("request", lambda r: seen.append((r.resource_type, r.url))
+            if re.search(r"/(collective|tensor-parallel)\?", r.url) else None)
+    return seen
+
+
+def move(page, selector: str, value: int, label: str) -> None:
+    drag(page, selector, str(value))
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile(label))
+
+
+def test_a_state_shown_before_comes_back_without_a_request(page):
+    page.goto(page.base + "/collective?world=4")
+    move(page, WORLD, 5, "5 ranks")
+    move(page, WORLD, 8, "8 ranks")  # a jump: nothing fetched ahead for it
+    seen = stage_requests(page)
+    move(page, WORLD, 5, "5 ranks")
+    expect(page).to_have_url(re.compile(r"world=5"))
+    assert not [url for kind, url in seen if kind == "xhr"], seen
+    # the swapped-in stage is a live one: the player steps it
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")
+    assert page.locator("[data-position]").inner_text() == "step 1 of 8"
+
+
+def test_the_next_states_of_a_drag_are_fetched_ahead(page):
+    page.goto(page.base + "/collective?world=4")
+    seen = stage_requests(page)
+    with page.expect_request(lambda r: r.resource_type == "fetch" and "world=7" in r.url):
+        move(page, WORLD, 5, "5 ranks")  # one step up: 6 and 7 come next
+    assert any(kind == "fetch" and "world=6&" in url for kind, url in seen), seen
+    page.wait_for_load_state("networkidle")
+    seen.clear()
+    move(page, WORLD, 6, "6 ranks")
+    move(page, WORLD, 7, "7 ranks")
+    assert not [url for kind, url in seen if kind == "xhr"], seen
+    expect(page).to_have_url(re.compile(r"world=7"))
+    assert page.locator("[data-position]").inner_text() == "step 0 of 12"
+
+
+def test_a_guess_moves_the_dependent_sliders_as_the_form_does(page):
+    # ffn must stay a multiple of tp, so each step of tp moves ffn too: the state fetched ahead
+    # for tp 4 is the one the form then asks for, ffn included
+    page.goto(page.base + "/tensor-parallel?block=column&tp=2&ffn=16")
+    with page.expect_request(lambda r: r.resource_type == "fetch" and "tp=4&" in r.url) as ahead:
+        move(page, 'input[name="tp"]', 3, "tp 3|3 ranks")
+    guessed_ffn = re.search(r"ffn=(\d+)", ahead.value.url).group(1)
+    page.wait_for_load_state("networkidle")
+    seen = stage_requests(page)
+    move(page, 'input[name="tp"]', 4, "tp 4|4 ranks")
+    assert not [url for kind, url in seen if kind == "xhr"], seen
+    assert page.locator("#f-ffn").input_value() == guessed_ffn
+    assert int(guessed_ffn) % 4 == 0
+    expect(page).to_have_url(re.compile(rf"tp=4&.*ffn={guessed_ffn}&"))
+
+
+# One move, and what the panels' style was when htmx settled it (before the frame is painted).
+MOVE_AND_READ_PANELS = """([selector, value]) => new Promise(done => {
+  document.body.addEventListener("htmx:afterSettle", () =>
+    done(document.querySelector("#stage .panels").style.contentVisibility), {once: true});
+  const slider = document.querySelector(selector);
+  slider.value = value;
+  slider.dispatchEvent(new Event("input", {bubbles: true}));
+})"""
+
+
+def test_panels_off_screen_are_painted_after_the_deck_on_screen_with_it(page):
+    page.goto(page.base + "/collective?world=4")
+    page.wait_for_timeout(300)  # the observers have reported where the panels are
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "5"]) == "hidden"
+    panels = page.locator("#stage .panels")
+    expect(panels).not_to_have_attribute("style", re.compile("hidden"))
+    # the panels hold the new state's numbers, as a page opened at that state does
+    fresh = page.context.new_page()
+    fresh.goto(page.base + "/collective?world=5")
+    assert (page.locator("#stage .panel.cost").inner_text()
+            == fresh.locator("#stage .panel.cost").inner_text())
+    fresh.close()
+    panels.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "6"]) == ""
+
+
+def test_back_and_forward_after_moves_from_memory(page):
+    page.goto(page.base + "/collective?world=4")
+    move(page, WORLD, 5, "5 ranks")
+    move(page, WORLD, 6, "6 ranks")
+    move(page, WORLD, 5, "5 ranks")  # from memory
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"world=6"))
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("6 ranks"))
+    page.go_forward()
+    expect(page).to_have_url(re.compile(r"world=5"))
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("5 ranks"))
