@@ -161,7 +161,7 @@
 
   // -- the next states of a drag, fetched ahead ---------------------------------------------
   // A stage fragment is a pure function of its URL, so the states a drag is about to reach can
-  // be fetched before it gets there (stage.js keeps it and swaps it in when it does) instead of
+  // be fetched before it gets there (stage.js keeps them and swaps one in when it does) instead of
   // waiting, at that move, for a state the server has not rendered yet (15–40 ms here). The
   // guess is the slider's last move repeated (a drag at an even pace, or the arrow keys, moves
   // by the same amount each time); one that misses (a change of pace, a jump) costs a request
@@ -200,20 +200,25 @@
     return copy;
   }
 
-  // The URL of the state `steps` slider steps up (positive) or down from where the slider is,
-  // or null at its end. The move is made on a copy of the form, so that the hidden input it
-  // drives and the sliders that depend on it change as they would.
-  function aheadUrl(slider, steps) {
+  // The URLs of the states `count` moves of `steps` slider steps each (up if positive) lead to
+  // from where the slider is, nearest first, up to the slider's end. The moves are made on a
+  // copy of the form, one after another as a drag makes them, so that the hidden input the
+  // slider drives and the sliders that depend on it change as they would on the way.
+  function aheadUrls(slider, steps, count) {
     var form = slider.form;
     var index = Array.prototype.indexOf.call(form.querySelectorAll('input[type="range"]'), slider);
     var copy = copyOf(form);
     var probe = copy.querySelectorAll('input[type="range"]')[index];
-    var before = probe.value;
-    if (steps > 0) probe.stepUp(steps); else probe.stepDown(-steps);  // the browser's own steps
-    if (probe.value === before) return null;
-    follow(copy, probe);
-    fixMultiples(copy);
-    return stateUrl(copy);
+    var urls = [];
+    for (var k = 0; k < count; k++) {
+      var before = probe.value;
+      if (steps > 0) probe.stepUp(steps); else probe.stepDown(-steps);  // the browser's own steps
+      if (probe.value === before) break;
+      follow(copy, probe);
+      fixMultiples(copy);
+      urls.push(stateUrl(copy));
+    }
+    return urls;
   }
 
   function fetchAhead(urls) {
@@ -237,12 +242,12 @@
     // Once the answer is on screen (stage.js keeps it), guess the next two states and fetch
     // them: after the paint, so that neither the guessing nor the server's rendering holds up
     // the browser painting this one (on a small machine they share the cores); two moves ahead,
-    // so that the server has a whole move's time for each. The way back is where the drag came
-    // from, kept already.
+    // so that the server has a whole move's time for each (the nearer one was the farther one
+    // of the move before). The way back is where the drag came from, kept already.
     form.addEventListener("stage:answered", function () {
       requestAnimationFrame(function () {
         setTimeout(function () {
-          if (moved) fetchAhead([aheadUrl(moved, pace), aheadUrl(moved, 2 * pace)]);
+          if (moved) fetchAhead(aheadUrls(moved, pace, 2));
         }, 0);
       });
     });
@@ -250,7 +255,7 @@
     ["pointerdown", "focusin"].forEach(function (type) {
       form.addEventListener(type, function (event) {
         var el = event.target;
-        if (el.type === "range") fetchAhead([aheadUrl(el, 1), aheadUrl(el, -1)]);
+        if (el.type === "range") fetchAhead(aheadUrls(el, 1, 1).concat(aheadUrls(el, -1, 1)));
       });
     });
   }

@@ -20,7 +20,8 @@
 
   var ahead = [], fetching = null;  // the URL being fetched ahead, and its promise
 
-  // Fetch these states, one at a time (a person's own move is answered first).
+  // Fetch these states unless kept or on their way, one at a time (so that a person's own move
+  // is answered first).
   function fetchAhead(urls) {
     ahead = urls.filter(function (url) {
       return url && !kept.has(url) && !(fetching && fetching.url === url);
@@ -34,7 +35,7 @@
     var done = fetch(url, {headers: {"HX-Request": "true"}, credentials: "same-origin", priority: "low"})
       .then(function (response) {
         if (response.status !== 200) return null;
-        return response.text().then(function (html) { keep(url, html); parseWhenIdle(url, html); });
+        return response.text().then(function (html) { keep(url, html); });
       })
       .catch(function () {})
       .then(function () { fetching = null; next(); });
@@ -46,32 +47,13 @@
       detail.requestConfig.verb === "get";
   }
 
-  // A state fetched ahead is also parsed ahead, while the page is idle, so that the move onto it
-  // only inserts it (parsing a stage takes htmx 3–6 ms here). htmx.swap takes the fragment as
-  // htmx's own parser would make it for a partial response: the content of a <template>.
-  var parsed = new Map();
-
-  function parseWhenIdle(url, html) {
-    var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 0); };
-    idle(function () {
-      if (!kept.has(url)) return;
-      var wrapped = "<body><template>" + html + "</template></body>";
-      var doc = "parseHTMLUnsafe" in Document ? Document.parseHTMLUnsafe(wrapped)
-        : new DOMParser().parseFromString(wrapped, "text/html");
-      parsed.set(url, doc.querySelector("template").content);
-      if (parsed.size > 4) parsed.delete(parsed.keys().next().value);
-    }, {timeout: 200});
-  }
-
   var moves = 0;  // counts the stage requests, so that a late answer knows it was overtaken
 
   function answer(detail, url, html) {
     keep(url, html);
     var target = detail.target;
     prepare(target);
-    var content = parsed.get(url) || html;  // a parsed fragment can be inserted once
-    parsed.delete(url);
-    htmx.swap(target, content, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
+    htmx.swap(target, html, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
     window.history.pushState({htmx: true}, "", url);  // as hx-push-url does
     detail.elt.dispatchEvent(new CustomEvent("stage:answered", {bubbles: true, detail: {url: url}}));
   }
