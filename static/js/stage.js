@@ -1,6 +1,6 @@
-// What a slider move costs the browser. The stage is swapped whole for every move, so:
-// states already seen (or fetched ahead) are swapped in from memory without a request, the old
-// stage is emptied before htmx walks it, and what is on screen is painted first.
+// What a slider move costs the browser. The stage is swapped whole for every move, so: states
+// already seen (or fetched ahead) are swapped in from memory without a request, the old stage is
+// emptied before htmx walks it, and panels out of sight wait until the slider comes to rest.
 (function () {
   "use strict";
 
@@ -88,14 +88,16 @@
   });
 
   // -- the swap itself ---------------------------------------------------------------------------
-  // Panels below (or above) the window are rendered for the new stage one frame after the deck:
-  // the first frame then shows everything a person can see, and a drag that moves on before
-  // that frame never lays out panels nobody saw. (Chromium would otherwise lay them out at once:
-  // content-visibility: auto renders what lies within about a window's height of the fold.)
-  // Panels on screen are rendered with the deck. Where the panels are, and how tall, is told by
-  // observers, which the browser answers while it renders anyway: asking at the swap would lay
-  // out the whole page once more, for nothing.
-  var panelsShown = true, panelsHeight = 0, deferred = null;
+  // Panels below (or above) the window are rendered for a new stage once the slider comes to
+  // rest: when it is let go ("change"), when the page scrolls, or REST_MS after the last move.
+  // While a slider is dragged, the browser then lays out, paints and rasterises only what a
+  // person can see: panels out of sight cost as much again as the deck here, every move
+  // (Chromium renders what lies within about a window's height of the fold, content-visibility
+  // or not). Panels on screen are rendered with every move, as the deck is. Where the panels
+  // are, and how tall, is told by observers, which the browser answers while it renders anyway:
+  // asking at the swap would lay out the whole page once more, for nothing.
+  var REST_MS = 250;
+  var panelsShown = true, panelsHeight = 0, deferred = null, resting = null;
   var sight = "IntersectionObserver" in window && new IntersectionObserver(function (entries) {
     panelsShown = entries[entries.length - 1].isIntersecting;
   });
@@ -119,6 +121,16 @@
     target.replaceChildren();
   }
 
+  function showPanels() {
+    clearTimeout(resting);
+    resting = null;
+    var panels = document.querySelector("#stage .panels");
+    if (panels && panels.style.contentVisibility === "hidden") {
+      panels.style.contentVisibility = "";
+      panels.style.containIntrinsicSize = "";
+    }
+  }
+
   document.addEventListener("htmx:beforeSwap", function (event) {
     var target = event.detail.target;
     if (!event.detail.shouldSwap || !target) return;
@@ -134,16 +146,14 @@
       // hidden at the height the old panels had, so that nothing below moves meanwhile
       panels.style.containIntrinsicSize = "auto " + Math.round(height) + "px";
       panels.style.contentVisibility = "hidden";
-      requestAnimationFrame(function () {
-        setTimeout(function () {  // after the frame that shows the deck
-          panels.style.contentVisibility = "";
-          panels.style.containIntrinsicSize = "";
-        }, 0);
-      });
+      clearTimeout(resting);
+      resting = setTimeout(showPanels, REST_MS);
     }
     watchPanels();
   });
 
+  document.addEventListener("change", showPanels);  // a slider let go (or any other control)
+  window.addEventListener("scroll", showPanels, {passive: true});
   document.addEventListener("DOMContentLoaded", watchPanels);
 
   window.ShardscopeStage = {fetchAhead: fetchAhead};

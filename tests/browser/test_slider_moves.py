@@ -1,7 +1,7 @@
 """How a slider move reaches the stage (static/js/stage.js, controls.js): states already shown
 come back from memory without a request, the next states of a drag are fetched ahead (with the
-dependent sliders moved as the form moves them), panels off screen are painted a frame after the
-deck, and the address bar and the back button keep working throughout. The `page` fixture fails
+dependent sliders moved as the form moves them), panels out of sight wait until the slider
+rests, and the address bar and the back button keep working throughout. The `page` fixture fails
 any test that logs a console error or requests another origin."""
 
 from __future__ import annotations
@@ -86,21 +86,35 @@ MOVE_AND_READ_PANELS = """([selector, value]) => new Promise(done => {
 })"""
 
 
-def test_panels_off_screen_are_painted_after_the_deck_on_screen_with_it(page):
+def test_panels_out_of_sight_wait_until_the_slider_rests(page):
     page.goto(page.base + "/collective?world=4")
     page.wait_for_timeout(300)  # the observers have reported where the panels are
-    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "5"]) == "hidden"
     panels = page.locator("#stage .panels")
+    # dragged: the panels below the window are not rendered while the slider moves …
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "5"]) == "hidden"
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "6"]) == "hidden"
+    # … and are once it rests a moment
     expect(panels).not_to_have_attribute("style", re.compile("hidden"))
+    # let go: at once
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "7"]) == "hidden"
+    assert page.evaluate("""(sel) => { document.querySelector(sel).dispatchEvent(
+        new Event("change", {bubbles: true}));
+        return document.querySelector("#stage .panels").style.contentVisibility; }""",
+                         WORLD) == ""
     # the panels hold the new state's numbers, as a page opened at that state does
     fresh = page.context.new_page()
-    fresh.goto(page.base + "/collective?world=5")
+    fresh.goto(page.base + "/collective?world=7")
     assert (page.locator("#stage .panel.cost").inner_text()
             == fresh.locator("#stage .panel.cost").inner_text())
     fresh.close()
+    # scrolled to: at once
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "6"]) == "hidden"
+    page.mouse.wheel(0, 40)
+    expect(panels).not_to_have_attribute("style", re.compile("hidden"), timeout=200)
+    # in sight, they are rendered with every move, as the deck is
     panels.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
-    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "6"]) == ""
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "8"]) == ""
 
 
 def test_back_and_forward_after_moves_from_memory(page):
