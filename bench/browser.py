@@ -1,7 +1,9 @@
-"""Measurements in Chromium: slider → repaint, and what a first page load transfers."""
+"""Measurements in Chromium: slider → repaint (a drag back and forth, then jumps to states the
+page has not shown), and what a first page load transfers."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -76,7 +78,16 @@ def slider_values(low: int, high: int, moves: int) -> list[int]:
     return [sweep[i % len(sweep)] for i in range(1, moves + 1)]
 
 
-def measure(base: str, scenes, moves: int = 60) -> dict:
+def jump_values(low: int, high: int, seen: list, jumps: int, seed: str) -> list[int]:
+    """Up to ``jumps`` slider values the drag did not visit, in a shuffled order (a person
+    clicking along the track): states this page has not shown, and that the guesses of a drag
+    (its last move repeated) rarely reach."""
+    values = [v for v in range(low, high + 1) if v not in set(seen)]
+    random.Random(seed).shuffle(values)
+    return values[:jumps]
+
+
+def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
     from bench.http_load import percentile
     results = {}
     with sync_playwright() as playwright:
@@ -114,11 +125,17 @@ def measure(base: str, scenes, moves: int = 60) -> dict:
                 start = int(float(control.input_value()))
                 values = slider_values(max(low, start), high, moves)
             times = page.evaluate(MEASURE_MOVES, {"selector": selector, "values": values})
+            jumped = []
+            if control.evaluate("el => el.tagName") != "SELECT":
+                targets = jump_values(low, high, values + [start], jumps, scene.slug)
+                if len(targets) >= jumps // 2:
+                    jumped = page.evaluate(MEASURE_MOVES, {"selector": selector,
+                                                           "values": targets})
             results[scene.slug] = {
                 "first_load_bytes": transferred, "first_load_requests": requests,
                 "foreign_requests": len(foreign), "slider": scene.key_slider,
                 "moves": len(times), "repaint_p50_ms": percentile(times, 50),
-                "repaint_p95_ms": percentile(times, 95)}
+                "repaint_p95_ms": percentile(times, 95), "jump_ms": jumped}
             page.close()
         browser.close()
     return results

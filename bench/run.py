@@ -7,8 +7,10 @@
    sets for one request (1F1B at p = 64, m = 1024).
 2. Requests per second under 32 connections (wrk) on /api/collective?world=8 against a bare
    FastAPI endpoint returning a constant, served the same way in the same run.
-3. In Chromium: slider moved → stage repainted (p50 / p95 over 60 moves) on every scene's
-   key slider, and what the first page load transfers (and whether anything leaves the origin).
+3. In Chromium: slider moved → stage repainted (p50 / p95 over 60 moves of a drag back and
+   forth) on every scene's key slider, then jumps to states the page has not shown (no budget:
+   the server renders those on the spot), and what the first page load transfers (and whether
+   anything leaves the origin).
 4. A 4-rank verification job, from POST to result.
 
 Results go to bench/results/latest.json and between the bench markers of README.md.
@@ -27,7 +29,7 @@ from datetime import datetime, timezone
 
 from app.main import SCENES
 from bench import browser
-from bench.http_load import latency_ms, once_ms, wrk_rps
+from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
 API_QUERY = {"collective": "world=8"}
@@ -117,6 +119,13 @@ def table(r: dict) -> str:
                     f"{m['moves']} moves | p95 ≤ {b['repaint_p95_ms']} ms | "
                     f"{m['repaint_p50_ms']:.1f} / {m['repaint_p95_ms']:.1f} ms "
                     f"{mark(m['repaint_p95_ms'] <= b['repaint_p95_ms'])} |")
+    jumps = [t for slug, m in r["browser"].items() if not slug.startswith("_")
+             for t in m.get("jump_ms", [])]
+    if jumps:
+        scenes = sum(1 for slug, m in r["browser"].items() if m.get("jump_ms"))
+        rows.append(f"| *slider jumps to a state the page has not shown (rendered by the server "
+                    f"on the spot), {len(jumps)} jumps on {scenes} scenes*, p50 / p95 | — | "
+                    f"{percentile(jumps, 50):.1f} / {percentile(jumps, 95):.1f} ms |")
     for slug, m in r["api"].items():
         query = f"?{m['query']}" if m["query"] else ""
         rows.append(f"| `/api/{slug}{query}`, one client, p50 / p99 | p99 ≤ {b['api_p99_ms']} ms | "
