@@ -9,13 +9,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.helpers import drag
+
 pytestmark = pytest.mark.browser
 
 
 def set_slider(page, name: str, value: int) -> None:
-    page.eval_on_selector(f'input[name="{name}"]',
-                          "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', "
-                          "{bubbles: true})); }", str(value))
+    drag(page, f'input[name="{name}"]', str(value))
 
 
 def test_from_the_course_to_the_chapter(page):
