@@ -11,6 +11,7 @@ own: the style sheet inlined, concrete colours, the caption underneath, frames u
 
 from __future__ import annotations
 
+from functools import lru_cache
 from html import escape
 
 from markupsafe import Markup
@@ -113,15 +114,7 @@ def _frame(deck: Deck, frame, current: int, standalone: bool) -> list[str]:
                    f'{c.text}</text></g>')
     if not standalone or index == current:
         out.append('<g class="only-current arrows">')
-        for a in frame.arrows:
-            out.append('<g class="arrow">'
-                       + el("path", d=a.d, fill="none", stroke=a.colour, stroke_width=a.width,
-                            stroke_dasharray="10 6" if a.dashed else None,
-                            stroke_linecap="round")
-                       + el("polygon", points=a.head, fill=a.colour)
-                       + (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=15,
-                               font_weight=600) if a.label else "")
-                       + "</g>")
+        out.extend(_arrow(a) for a in frame.arrows)
         out.append("</g>")
         out.append(text(22, 36, frame.header, class_="only-current ink step-header",
                         font_size=24, text_anchor="start", dominant_baseline="auto"))
@@ -145,3 +138,14 @@ def _legend(deck: Deck) -> list[str]:
         out.append(text(x + 28, 705, label, class_="muted", font_size=14))
     out.append("</g>")
     return out
+
+
+@lru_cache(maxsize=4096)  # a schedule sends along the same few links step after step
+def _arrow(a) -> str:
+    return ('<g class="arrow">'
+            + el("path", d=a.d, fill="none", stroke=a.colour, stroke_width=a.width,
+                 stroke_dasharray="10 6" if a.dashed else None, stroke_linecap="round")
+            + el("polygon", points=a.head, fill=a.colour)
+            + (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=15, font_weight=600)
+               if a.label else "")
+            + "</g>")

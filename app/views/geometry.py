@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class ArrowPath:
     mid: Point             # the curve's midpoint, for a label
 
 
+@lru_cache(maxsize=8192)  # a schedule sends along the same few links step after step
 def arrow(p: Point, q: Point, bend: float, gap_start: float, gap_end: float,
           head: float = 12.0) -> ArrowPath:
     """A curved arrow from ``p`` to ``q`` stopping ``gap_*`` short of each point.
