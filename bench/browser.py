@@ -116,7 +116,8 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
             requests = len(sizes)
             selector = control_selector(scene.key_slider)
             control = page.locator(selector).first
-            if control.evaluate("el => el.tagName") == "SELECT":
+            is_select = control.evaluate("el => el.tagName") == "SELECT"
+            if is_select:
                 options = control.evaluate("el => [...el.options].map(o => o.value)")
                 values = [options[i % len(options)] for i in range(1, moves + 1)]
             else:
@@ -126,7 +127,7 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
                 values = slider_values(max(low, start), high, moves)
             times = page.evaluate(MEASURE_MOVES, {"selector": selector, "values": values})
             jumped = []
-            if control.evaluate("el => el.tagName") != "SELECT":
+            if not is_select:
                 targets = jump_values(low, high, values + [start], jumps, scene.slug)
                 if len(targets) >= jumps // 2:
                     jumped = page.evaluate(MEASURE_MOVES, {"selector": selector,

@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import time
 
-from common import arguments, finish, gather, run_config, start  # noqa: I001 (workers/ on path)
+from common import arguments, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
-from memory import REPLICATED, mesh_groups, model_arguments, model_shape
+from memory import REPLICATED, finish_mesh_run, mesh_groups, model_arguments, model_shape
 from memory_model import Stage
 from saved_tensors import SavedTensors
 
@@ -142,10 +142,7 @@ def main() -> None:
     parser.add_argument("--grad-accum", type=int, default=1,
                         help="micro-batches per optimizer step on each data-parallel rank")
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-
-    rank, world, device, backend = start(args.backend)
+    rank, world, device, backend = start(args)
     g, dp_group, dp, dp_rank = mesh_groups(rank, world, args.tp, args.sequence_parallel)
     shape = model_shape(args)
     started = time.perf_counter()
@@ -164,16 +161,8 @@ def main() -> None:
                 if dp_rank == 0 else None,
                 "accumulation": accumulate(args, models[torch.float32], g, dp_group, dp,
                                            dp_rank, device)}
-    measured.update(rank=rank, dp_rank=dp_rank, tp_rank=g.rank,
-                    seconds=round(time.perf_counter() - started, 3))
-    ranks = gather(measured, rank, world)
-    report = None
-    if rank == 0:
-        report = {"backend": backend, "world": world, "dp": dp, "tp": args.tp,
-                  "device": str(device), "torch": torch.__version__,
-                  "config": run_config(args),
-                  "ranks": ranks}
-    finish(report, rank, args.out)
+    finish_mesh_run(args, measured, started, rank=rank, world=world, g=g, dp=dp, dp_rank=dp_rank,
+                    backend=backend, device=device)
 
 
 if __name__ == "__main__":

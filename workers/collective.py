@@ -14,7 +14,6 @@ to 64 ranks is exact.
 
 from __future__ import annotations
 
-import time
 
 from common import arguments, finish, gather, median_us, start  # noqa: I001 (workers/ on path)
 
@@ -126,10 +125,7 @@ def main() -> None:
     parser.add_argument("--root", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=7, help="timed repetitions (median)")
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-
-    rank, world, device, backend = start(args.backend)
+    rank, world, device, backend = start(args)
     cases = ([tuple(case.split(":")) for case in args.cases.split(",")] if args.cases
              else [(args.op, args.algorithm)])
     results = [run_case(op, algorithm, args.count, args.seed, args.root, rank, world, device,

@@ -41,9 +41,14 @@ def run_config(args: argparse.Namespace) -> dict:
     return {k: v for k, v in vars(args).items() if k not in ("out", "backend", "hold_seconds")}
 
 
-def start(backend: str) -> tuple[int, int, torch.device, str]:
-    """Join the process group. Returns (rank, world size, device, backend)."""
+def start(args: argparse.Namespace, backend: str | None = None
+          ) -> tuple[int, int, torch.device, str]:
+    """Wait --hold-seconds (so that tests can kill a live worker), then join the process group
+    with ``backend`` (default: --backend). Returns (rank, world size, device, backend)."""
+    if args.hold_seconds:
+        time.sleep(args.hold_seconds)
     guard_parent()
+    backend = backend or args.backend
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))

@@ -196,6 +196,21 @@ def mesh_groups(rank: int, world: int, tp: int, sequence_parallel: bool):
     return g, groups["dp"], world // tp, coords["dp"]
 
 
+def finish_mesh_run(args, measured: dict, started: float, *, rank: int, world: int, g: Groups,
+                    dp: int, dp_rank: int, backend: str, device, **fields) -> None:
+    """Every rank's ``measured`` (with its place in the mesh and its time since ``started``)
+    into rank 0's report, beside the run's settings and ``fields``; then leave the group."""
+    measured.update(rank=rank, dp_rank=dp_rank, tp_rank=g.rank,
+                    seconds=round(time.perf_counter() - started, 3))
+    ranks = gather(measured, rank, world)
+    report = None
+    if rank == 0:
+        report = {"backend": backend, "world": world, "dp": dp, "tp": args.tp, **fields,
+                  "device": str(device), "torch": torch.__version__,
+                  "config": run_config(args), "ranks": ranks}
+    finish(report, rank, args.out)
+
+
 def main() -> None:
     parser = arguments(__doc__.splitlines()[0])
     model_arguments(parser)
@@ -206,10 +221,7 @@ def main() -> None:
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
     parser.add_argument("--precision", choices=("fp32", "mixed"), default="mixed")
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-
-    rank, world, device, backend = start(args.backend)
+    rank, world, device, backend = start(args)
     g, dp_group, dp, dp_rank = mesh_groups(rank, world, args.tp, args.sequence_parallel)
     shape = model_shape(args)
     torch.manual_seed(args.seed)
@@ -220,16 +232,8 @@ def main() -> None:
     model.train()
     started = time.perf_counter()
     measured = train_step(args, model, g, dp_group, dp, dp_rank, device)
-    measured.update(rank=rank, dp_rank=dp_rank, tp_rank=g.rank,
-                    seconds=round(time.perf_counter() - started, 3))
-    ranks = gather(measured, rank, world)
-    report = None
-    if rank == 0:
-        report = {"backend": backend, "world": world, "dp": dp, "tp": args.tp, "pp": args.pp,
-                  "device": str(device), "torch": torch.__version__,
-                  "config": run_config(args),
-                  "ranks": ranks}
-    finish(report, rank, args.out)
+    finish_mesh_run(args, measured, started, rank=rank, world=world, g=g, dp=dp, dp_rank=dp_rank,
+                    backend=backend, device=device, pp=args.pp)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ comparison measures torch.optim alone.
 
 from __future__ import annotations
 
-import time
 
 from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
@@ -86,10 +85,7 @@ def main() -> None:
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-
-    rank, world, device, backend = start(args.backend)
+    rank, world, device, backend = start(args)
     a_np, c_np, w0_np = make_problem(args.size, args.seed)
     a, c = torch.tensor(a_np, device=device), torch.tensor(c_np, device=device)
     slices = np.array_split(np.arange(args.size), world)

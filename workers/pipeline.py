@@ -90,10 +90,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=8, help="features of every Linear")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-
-    rank, world, device, backend = start(args.backend)
+    rank, world, device, backend = start(args)
     kind = SCHEDULE_KINDS[args.schedule]
     chunks = kind.chunks or args.chunks
     stages = world * chunks

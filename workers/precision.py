@@ -39,7 +39,6 @@ every rank's results as JSON; app/verify/precision.py compares them with the sim
 
 from __future__ import annotations
 
-import time
 
 from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
@@ -189,10 +188,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fp8-margin", type=int, default=0)
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-
-    rank, world, device, backend = start(args.backend)
+    rank, world, device, backend = start(args)
     shards = np.array_split(np.arange(SAMPLES), world)
     lo, hi = int(shards[rank][0]), int(shards[rank][-1]) + 1
     grads = make_gradients(args.steps, args.grad_center, args.grad_spread, args.seed)

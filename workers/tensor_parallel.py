@@ -17,7 +17,6 @@ rank 0 writes each rank's output, weight gradients, input gradient and log as JS
 
 from __future__ import annotations
 
-import time
 
 from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
@@ -266,9 +265,7 @@ def main() -> None:
                         help="run every block with and without sequence parallelism in this one "
                              "job; the report lists them under 'suite' (the tests use this)")
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-    rank, world, device, backend = start(args.backend)
+    rank, world, device, backend = start(args)
     configs = ([(b, sp) for b in BLOCKS for sp in (False, True)] if args.suite
                else [(args.block, args.sequence_parallel)])
     runs = []

@@ -163,9 +163,7 @@ def main() -> None:
     parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
     parser.add_argument("--scenario-buckets", default="", help="PRESET,BYTES,MIB")
     args = parser.parse_args()
-    if args.hold_seconds:
-        time.sleep(args.hold_seconds)
-    rank, world, _, backend = start("gloo" if args.backend == "auto" else args.backend)
+    rank, world, _, backend = start(args, "gloo" if args.backend == "auto" else args.backend)
     torch.manual_seed(0)
     model = TinyMLP(args.mlp_layers, args.mlp_width)
     flat0 = torch.tensor(init_params(model, args.seed), dtype=torch.float64)

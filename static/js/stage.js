@@ -49,13 +49,18 @@
 
   var moves = 0;  // counts the stage requests, so that a late answer knows it was overtaken
 
+  // Tells the form that its move is answered (controls.js then fetches the next states).
+  function answered(detail, url) {
+    detail.elt.dispatchEvent(new CustomEvent("stage:answered", {bubbles: true, detail: {url: url}}));
+  }
+
   function answer(detail, url, html) {
     keep(url, html);
     var target = detail.target;
     prepare(target);
     htmx.swap(target, html, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
     window.history.pushState({htmx: true}, "", url);  // as hx-push-url does
-    detail.elt.dispatchEvent(new CustomEvent("stage:answered", {bubbles: true, detail: {url: url}}));
+    answered(detail, url);
   }
 
   // A move onto a kept state is answered from memory; one onto the state being fetched ahead
@@ -83,8 +88,7 @@
     var detail = event.detail;
     if (!isStageGet(detail) || !detail.xhr || detail.xhr.status !== 200) return;
     keep(detail.pathInfo.finalRequestPath, detail.xhr.responseText);
-    detail.elt.dispatchEvent(new CustomEvent("stage:answered", {bubbles: true,
-      detail: {url: detail.pathInfo.finalRequestPath}}));
+    answered(detail, detail.pathInfo.finalRequestPath);
   });
 
   // -- the swap itself ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from common import arguments, finish, gather, start  # noqa: E402
 parser = arguments(__doc__.splitlines()[0])
 parser.add_argument("--abort", action="store_true", help="rank 0 aborts after its report")
 args = parser.parse_args()
-rank, world, _, backend = start("gloo")
+rank, world, _, backend = start(args, "gloo")
 ranks = gather(rank, rank, world)
 report = {"backend": backend, "ranks": ranks} if rank == 0 else None
 if rank == 0 and args.abort:

@@ -3,8 +3,6 @@ simulation's, and loss and gradients equal the unpipelined model's."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("torch")
@@ -12,6 +10,7 @@ pytest.importorskip("torch")
 from app.routes.pipeline import PipelineParams  # noqa: E402
 from app.sim.pipeline import simulate  # noqa: E402
 from app.verify.pipeline import compare  # noqa: E402
+from tests.workers.launch import job_over_http  # noqa: E402
 
 pytestmark = pytest.mark.workers
 
@@ -19,14 +18,7 @@ pytestmark = pytest.mark.workers
 def run(client, query: str, timeout: float = 120.0) -> dict:
     r = client.post(f"/api/verify/pipeline?{query}")
     assert r.status_code == 202, r.text
-    job = r.json()["job"]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = client.get(f"/api/verify/jobs/{job}").json()
-        if state["status"] not in ("queued", "running"):
-            return state
-        time.sleep(0.3)
-    raise AssertionError(f"job {job} did not finish")
+    return job_over_http(client, r.json()["job"], timeout)
 
 
 @pytest.mark.parametrize("query", [
