@@ -12,12 +12,21 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.course import CHAPTERS
-from app.routes import (checkpointing, collective, data_parallel, memory, optimizer, pipeline,
-                        precision, tensor_parallel, zero)
+from app.jobs.runner import JobRunner
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
+from app.scenes import (
+    checkpointing,
+    collective,
+    data_parallel,
+    memory,
+    optimizer,
+    pipeline,
+    precision,
+    tensor_parallel,
+    zero,
+)
 from app.templating import STATIC, asset_version, render
-from app.verify.jobs import JobRunner
 
 SCENES = (memory.SCENE, collective.SCENE, optimizer.SCENE, data_parallel.SCENE, zero.SCENE,
           tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE, checkpointing.SCENE)

@@ -119,7 +119,7 @@ Microbatches = Annotated[int, Field(ge=1, le=1024,
 Chunks = Annotated[int, Field(ge=1, le=8, description="model chunks per pipeline rank (v)")]
 
 # Training set-up shared by the memory ledger, optimizers, ZeRO, precision and checkpointing
-# (chapters 1, 3, 5 and 8). Optimizer names are app.sim.model_states.OPTIMIZERS; a scene that
+# (chapters 1, 3, 5 and 8). Optimizer names are app.sim.memory.model_states.OPTIMIZERS; a scene that
 # animates fewer of them says which in an Invalid("optimizer", …).
 ModelPreset = Literal[tuple(PRESETS)]  # gpt2, gpt3-175b, llama3-8b, llama3-70b, llama3-405b
 KvHeads = Annotated[int, Field(ge=1, le=512,

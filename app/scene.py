@@ -40,7 +40,7 @@ class Scene:
     export: Callable[[Any, Any, int], dict]
     """(params, trace, frame) → context of the standalone SVG of one frame"""
     verify: Any = None
-    """an :class:`app.verify.jobs.Check`, or None when the scene has no real run"""
+    """an :class:`app.jobs.runner.Check`, or None when the scene has no real run"""
     key_slider: str = ""
     """the control a lecturer drags first; ``make bench`` times slider → repaint on it"""
     preview: str = ""
@@ -50,9 +50,15 @@ class Scene:
         return len(trace.frames)
 
 
-@lru_cache(maxsize=16)
 def trace_of(scene: Scene, params: SceneParams) -> Any:
-    return scene.simulate(params)
+    return traced(scene.simulate, params)
+
+
+@lru_cache(maxsize=16)
+def traced(simulate: Callable[[Any], Any], params: SceneParams) -> Any:
+    """The trace of ``params``, simulated once while it stays among the recent ones (a scene's
+    page, deck and JSON all read the same trace)."""
+    return simulate(params)
 
 
 class Recent:

@@ -11,7 +11,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.verify.jobs import kill_tree
+from app.jobs.runner import kill_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 

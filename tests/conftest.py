@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.verify.jobs import JobRunner, kill_tree
+from app.jobs.runner import JobRunner, kill_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"

@@ -7,7 +7,7 @@ Each rank (a) calls torch.distributed's own collective on the scene's inputs and
 scene's algorithm with real point-to-point sends and receives, one step of the schedule at a
 time, recording its work buffer after every step. Rank 0 writes both, with timings, as JSON.
 The inputs and the schedule come from the same code as the simulation
-(app.sim.collectives.make_inputs, app.sim.collective_schedules.build); the numbers that move are
+(app.sim.collectives.simulate.make_inputs, app.sim.collectives.schedules.build); the numbers that move are
 moved by gloo or NCCL. Elements run as float32: the inputs are integers 1–9, so every sum of up
 to 64 ranks is exact.
 """
@@ -20,12 +20,12 @@ from common import arguments, finish, gather, median_us, start  # noqa: I001 (wo
 import torch
 import torch.distributed as dist
 
-from app.sim.collective_schedules import ALGORITHMS, OPS, build
+from app.sim.collectives.schedules import ALGORITHMS, OPS, build
 
 # torch 2.13 renamed the tensor-in, tensor-out collectives; older releases have the old names
 ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-from app.sim.collectives import make_inputs
+from app.sim.collectives.simulate import make_inputs
 
 
 def torch_collective(op: str, x: torch.Tensor, world: int, root: int) -> torch.Tensor:

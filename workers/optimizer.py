@@ -5,7 +5,7 @@
 
 Every rank holds the whole model (bf16 in mixed precision) and computes the whole gradient
 g = a ⊙ (w − c) of the scene's quadratic — the same numbers, from the same seeded problem
-(app.sim.optimizer.make_problem). The optimizer's part is sharded: rank r owns a contiguous
+(app.sim.optimizer.simulate.make_problem). The optimizer's part is sharded: rank r owns a contiguous
 slice of the parameters (np.array_split, so the slices may differ by one), keeps the fp32
 master copy and torch.optim's states (momentum_buffer, exp_avg, exp_avg_sq) of that slice only,
 steps it with torch.optim.SGD / Adam / AdamW, and an all_gather reassembles the updated
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from app.sim.optimizer import SIMULATED, make_problem
+from app.sim.optimizer.simulate import SIMULATED, make_problem
 
 
 def make_optimizer(name: str, params: list[torch.Tensor], args) -> torch.optim.Optimizer:

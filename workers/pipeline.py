@@ -24,8 +24,8 @@ from torch import nn
 from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining import schedules as torch_schedules
 
-from app.sim.pipeline_orders import SCHEDULE_KINDS
-from app.sim.pipeline_schedules import stage_to_rank
+from app.sim.pipeline.orders import SCHEDULE_KINDS
+from app.sim.pipeline.schedules import stage_to_rank
 
 CLASSES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
            "interleaved_1f1b": "ScheduleInterleaved1F1B", "zbv": "ScheduleZBVZeroBubble",

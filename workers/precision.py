@@ -16,7 +16,7 @@ Every rank:
    "Mixed Precision Training" §3.2), on the ranks' own device: GradScaler("cpu") runs on a CPU
    (checked with torch 2.13), through the same ``torch._amp_foreach_non_finite_check_and_unscale_``
    and ``torch._amp_update_scale_`` kernels as on a GPU.
-   The gradients are the simulation's (:func:`app.sim.precision.make_gradients`, same seed),
+   The gradients are the simulation's (:func:`app.sim.precision.simulate.make_gradients`, same seed),
    split into one contiguous shard per rank. Each step a rank's backward produces
    ``scaler.scale(g)`` on its shard rounded to float16 — inf past 65504, 0 below 2^-25 — handed
    to the fp32 parameter's ``.grad`` as autocast's fp16 backward does, zeros elsewhere; a SUM
@@ -46,7 +46,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from app.sim.precision import SAMPLES, make_gradients
+from app.sim.precision.simulate import SAMPLES, make_gradients
 
 DTYPES = {"fp32": (torch.float32, torch.int32), "fp16": (torch.float16, torch.int16),
           "bf16": (torch.bfloat16, torch.int16),

@@ -4,7 +4,7 @@
         --tokens 4 --hidden 8 --ffn 16 --heads 4 --vocab 16 --seed 0 [--sequence-parallel] \
         --out report.json
 
-Each rank takes the block's seeded matrices (app.sim.tp_inputs.make_inputs, the same numbers as
+Each rank takes the block's seeded matrices (app.sim.tensor_parallel.inputs.make_inputs, the same numbers as
 the simulation), cuts out its own shard, and runs the block with torch autograd and
 Megatron-LM's communication operators written as autograd functions around real
 torch.distributed collectives (gloo on CPU, NCCL with GPUs): f and g, the sequence-parallel
@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from app.sim.tp_inputs import BLOCKS, make_inputs
+from app.sim.tensor_parallel.inputs import BLOCKS, make_inputs
 
 # torch 2.13 renamed the single-tensor collectives; the old names still work, with a warning
 ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

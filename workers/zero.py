@@ -4,7 +4,7 @@ and with the hand-written algorithm the simulation draws, counting the bytes eac
     torchrun --standalone --nproc-per-node 4 workers/zero.py --algorithm zero2 --steps 3 \
         --seed 0 --mlp-layers 3 --mlp-width 2 --micro-batch 2 --out report.json
 
-``--algorithm`` (see app.sim.dp_training) and torch's implementation it is checked against:
+``--algorithm`` (see app.sim.data_parallel.training) and torch's implementation it is checked against:
 
     dp      one process on the whole batch (what nn.DataParallel computes)
     ddp     DistributedDataParallel (the hand-written run: DDP with a comm hook that replays the
@@ -31,7 +31,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import zero_replay as hand
-from app.sim.dp_training import ALGORITHMS
+from app.sim.data_parallel.training import ALGORITHMS
 from app.sim.tiny_mlp import BETA1, BETA2, EPS, LR, TinyMLP, batch, init_params
 
 

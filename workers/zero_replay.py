@@ -1,8 +1,8 @@
 """Hand-written data parallelism on torch.distributed, counting every byte a rank sends.
 
-Each algorithm of :mod:`app.sim.dp_training` runs here with real point-to-point sends: the ring
+Each algorithm of :mod:`app.sim.data_parallel.training` runs here with real point-to-point sends: the ring
 reduce-scatter, all-gather, all-reduce, broadcast and reduce schedules of chapter 2
-(``app.sim.collective_schedules.build``) replayed with ``isend``/``irecv``
+(``app.sim.collectives.schedules.build``) replayed with ``isend``/``irecv``
 (``workers/collective.replay``), plus DataParallel's scatter and gather as direct sends to and
 from rank 0. :class:`ByteCounter` wraps ``torch.distributed``'s send calls and adds up the bytes
 of every tensor a rank hands to them, so the report holds what was sent, not what should be.
@@ -16,8 +16,8 @@ import torch.distributed as dist
 from torch import nn
 
 from collective import replay  # noqa: I001 - workers/ is on the path
-from app.sim.collective_schedules import build
-from app.sim.sharding import units as make_units
+from app.sim.collectives.schedules import build
+from app.sim.data_parallel.sharding import units as make_units
 from app.sim.tiny_mlp import BETA1, BETA2, EPS, LR, TinyMLP
 
 

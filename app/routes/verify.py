@@ -16,7 +16,7 @@ from app.params import ParamsError, Problem, parse
 from app.routes.scenes import JSON, json_error
 from app.scene import Scene, trace_of
 from app.templating import render
-from app.verify.jobs import JobRunner, QueueFull
+from app.jobs.runner import JobRunner, QueueFull
 
 
 def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:

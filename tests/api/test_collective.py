@@ -177,7 +177,7 @@ def test_json_of_the_largest_accepted_trace(client):
 
 
 def test_without_torch_the_button_is_disabled_and_names_the_extra(client, monkeypatch):
-    from app.verify import jobs
+    from app.jobs import runner as jobs
     monkeypatch.setattr(jobs, "torch_available",
                         lambda: (False, "install the verify extra: pip install -e '.[verify]'"))
     text = client.get("/collective?world=4", headers={"HX-Request": "true"}).text

@@ -10,8 +10,9 @@ from html import unescape
 
 import pytest
 
-from app.routes.memory import MemoryParams, resolve
-from app.sim.memory_trace import simulate
+from app.sim.memory.params import MemoryParams
+from app.sim.memory.params import resolve
+from app.sim.memory.simulate import simulate
 from app.sim.models import PRESETS
 
 QUERIES = [
@@ -71,7 +72,7 @@ def test_contract(client, query):
                                                                "activations")), rel=1e-12)
     assert isinstance(d["activations_per_layer_bytes"], int)
     params = MemoryParams.model_validate(dict(p.split("=") for p in query.split("&") if p))
-    assert d["per_gpu_bytes"] == simulate(params.config()).to_dict()["per_gpu_bytes"]
+    assert d["per_gpu_bytes"] == simulate(params).to_dict()["per_gpu_bytes"]
     assert all(math.isfinite(x) for x in finite_numbers(d))
 
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from app.sim.pipeline_schedules import parse_action
+from app.sim.pipeline.schedules import parse_action
 
 SCHEDULES = ["gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zbv", "dualpipev"]
 

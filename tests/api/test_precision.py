@@ -90,7 +90,7 @@ def test_the_page_offers_a_real_run_and_its_command(client):
 def test_verify_is_accepted_and_refuses_bad_input(client, monkeypatch):
     """POST /api/verify/precision answers 202 with a job on 2 ranks. torch is reported missing
     here, so the job stops at once and says what to install instead of starting torchrun."""
-    from app.verify import jobs
+    from app.jobs import runner as jobs
     monkeypatch.setattr(jobs, "torch_available", lambda: (False, "install the verify extra"))
     r = client.post("/api/verify/precision?value=0.5&format=fp16&steps=3")
     assert r.status_code == 202 and r.json()["status"] == "queued"

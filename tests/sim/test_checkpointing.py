@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.params import ParamsError, parse
-from app.routes.checkpointing import CheckpointParams
-from app.sim import activations
-from app.sim.checkpointing import (FRAMES_TARGET, best_k, full_peak, layer_bytes, model_of,
+from app.sim.checkpointing.params import CheckpointParams
+from app.sim.memory import activations
+from app.sim.checkpointing.simulate import (FRAMES_TARGET, best_k, full_peak, layer_bytes, model_of,
                                    simulate, timeline)
 from app.sim.flops import iteration_flops
 from app.sim.models import PRESETS, resolve

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.routes.collective import CollectiveParams
-from app.sim import collective_cost as cost
-from app.sim.collective_schedules import build
-from app.sim.collectives import simulate
+from app.sim.collectives.params import CollectiveParams
+from app.sim.collectives import cost
+from app.sim.collectives.schedules import build
+from app.sim.collectives.simulate import simulate
 
 MIB = 2**20
 

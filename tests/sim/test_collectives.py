@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.routes.collective import CollectiveParams
-from app.sim.collective_schedules import (SPLITTING_OPS, SUPPORTED, btree_parents, build,
+from app.sim.collectives.params import CollectiveParams
+from app.sim.collectives.schedules import (SPLITTING_OPS, SUPPORTED, btree_parents, build,
                                           chunk_bounds, depths, dtree_parents, is_power_of_two,
                                           step_count)
-from app.sim.collectives import make_inputs, reference_outputs, simulate
+from app.sim.collectives.simulate import make_inputs, reference_outputs, simulate
 
 WORLDS = [2, 3, 4, 5, 7, 8, 13, 16]
 CASES = [(alg, op) for alg, ops in SUPPORTED.items() for op in ops]

@@ -8,10 +8,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.sim import ddp_buckets, fsdp_timeline, step_timeline, timeline
-from app.sim.collective_cost import Links, ring_time_us, step_costs, time_us
-from app.sim.collective_schedules import build
-from app.sim.data_parallel import simulate, tiny_buckets
+from app.sim.data_parallel import buckets as ddp_buckets
+
+from app.sim.data_parallel import fsdp_timeline
+
+from app.sim.data_parallel import step_timeline
+
+from app.sim import timeline
+from app.sim.collectives.cost import Links, ring_time_us, step_costs, time_us
+from app.sim.collectives.schedules import build
+from app.sim.data_parallel.simulate import simulate, tiny_buckets
 from app.sim.models import PRESETS
 from app.sim.tiny_mlp import TinyMLP
 from app.sim.timeline import Task

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.sim import sharding
-from app.sim.collective_schedules import build
-from app.sim.collectives import execute
-from app.sim.dp_training import ALGORITHMS, sent_per_step, too_much, train
+from app.sim.data_parallel import sharding
+from app.sim.collectives.schedules import build
+from app.sim.collectives.simulate import execute
+from app.sim.data_parallel.training import ALGORITHMS, sent_per_step, too_much, train
 from app.sim.tiny_mlp import (BETA1, BETA2, EPS, LR, TinyMLP, adam_init, adam_update, batch,
                               forward_backward, init_params, unflatten)
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sim.activations import LayerShape, korthikanti_table2, per_layer_bytes
-from app.sim.memory import MemoryConfig, adafactor_elements, ledger
-from app.sim.memory_fit import GPUS, deepspeed_comparison, max_micro_batch, plan, suggestions
-from app.sim.memory_trace import simulate
+from app.sim.memory.activations import LayerShape, korthikanti_table2, per_layer_bytes
+from app.sim.memory.ledger import MemoryConfig, adafactor_elements, ledger
+from app.sim.memory.fit import GPUS, deepspeed_comparison, max_micro_batch, plan, suggestions
+from app.sim.memory.simulate import simulate_config
 from app.sim.models import PRESETS, ModelShape
 
 GPT3 = PRESETS["gpt3-175b"]
@@ -127,7 +127,7 @@ def test_output_layer_terms():
 
 
 def test_contract_totals():
-    d = simulate(config(dp=8, zero=1, tp=8, pp=4)).to_dict()
+    d = simulate_config(config(dp=8, zero=1, tp=8, pp=4)).to_dict()
     per = d["per_gpu_bytes"]
     assert per["total"] == pytest.approx(per["params"] + per["grads"] + per["optimizer"]
                                          + per["activations"], abs=4)
@@ -217,7 +217,7 @@ def test_deepspeed_convention_differs_by_fp32_gradients():
      "micro_batch": 4096, "dp": 1024, "tp": 64, "pp": 64, "zero": 3},
     {"model": ModelShape("tiny", "llama", 1, 1, 1, 1, 1, 1, 1), "param_count": 10**15}])
 def test_huge_and_tiny_inputs_stay_finite(kw):
-    d = simulate(config(**kw)).to_dict()
+    d = simulate_config(config(**kw)).to_dict()
     numbers = [*d["per_gpu_bytes"].values(), d["peak_bytes"], d["buffers_bytes"],
                d["activations_per_layer_bytes"], *(i["bytes"] for i in d["items"])]
     assert all(math.isfinite(x) and x >= 0 for x in numbers)

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.routes.memory import MemoryParams
-from app.sim.memory_trace import simulate
-from app.views.memory import (BAR_RIGHT, CHAR_BOLD, MAP_BOTTOM, MAP_LEFT, MAP_RIGHT, MAP_TOP,
+from app.sim.memory.params import MemoryParams
+from app.sim.memory.simulate import simulate
+from app.scenes.memory.deck import (BAR_RIGHT, CHAR_BOLD, MAP_BOTTOM, MAP_LEFT, MAP_RIGHT, MAP_TOP,
                               build_deck, squarify)
-from app.views.memory_page import title
+from app.scenes.memory.page import title
 
 
 @given(st.lists(st.floats(0.001, 1e6), min_size=1, max_size=30))
@@ -36,7 +36,7 @@ def test_squarify_tiles_in_proportion(sizes):
 ])
 def test_labels_fit_and_stay_legible(query):
     params = MemoryParams(**query)
-    trace = simulate(params.config())
+    trace = simulate(params)
     deck = build_deck(trace, title(params, trace))
     assert deck.title.size >= 14
     for layer in deck.layers:

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.params import ParamsError, parse
-from app.routes.optimizer import OptimizerParams
-from app.sim import model_states
-from app.sim.optimizer import SIMULATED, make_problem, simulate
-from app.verify.optimizer import TOLERANCE, compare
+from app.sim.optimizer.params import OptimizerParams
+from app.sim.memory import model_states
+from app.sim.optimizer.simulate import SIMULATED, make_problem, simulate
+from app.scenes.optimizer.check import TOLERANCE, compare
 
 
 def params(**query) -> OptimizerParams:

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sim.pipeline import bubble_curves, formula, simulate
-from app.sim.pipeline_passes import (Flat, InvalidSchedule, Times, communication, memory,
+from app.sim.pipeline.simulate import bubble_curves, formula, simulate
+from app.sim.pipeline.passes import (Flat, InvalidSchedule, Times, communication, memory,
                                      timeline, validate, with_sends)
-from app.sim.pipeline_orders import SCHEDULE_KINDS, build, infeasible, interleaved_warmup
-from app.sim.pipeline_schedules import Action, Schedule, format_order, parse_action, parse_order
-from app.routes.pipeline import PipelineParams
+from app.sim.pipeline.orders import SCHEDULE_KINDS, build, infeasible, interleaved_warmup
+from app.sim.pipeline.schedules import Action, Schedule, format_order, parse_action, parse_order
+from app.sim.pipeline.params import PipelineParams
 
 EQUAL = Times(1.0, 1.0, 1.0)
 

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.params import ParamsError, parse
-from app.routes.precision import PrecisionParams
-from app.sim.loss_scaling import dynamic_loss_scaling, fp8_quantise, update_scale
-from app.sim.number_formats import (FORMATS, KEYS, encode, fractions, fractions_per_row,
+from app.sim.precision.params import PrecisionParams
+from app.sim.precision.loss_scaling import dynamic_loss_scaling, fp8_quantise, update_scale
+from app.sim.precision.number_formats import (FORMATS, KEYS, encode, fractions, fractions_per_row,
                                     ieee_max, round_to)
-from app.sim.precision import SAMPLES, histogram, histograms, make_gradients, simulate
+from app.sim.precision.simulate import SAMPLES, histogram, histograms, make_gradients, simulate
 
 
 def params(**query) -> PrecisionParams:

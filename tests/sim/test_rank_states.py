@@ -9,10 +9,10 @@ from itertools import product
 
 import pytest
 
-from app.sim.memory import MemoryConfig, ledger
+from app.sim.memory.ledger import MemoryConfig, ledger
 from app.sim.models import PRESETS
-from app.sim.rank_states import local_shapes, rank_states
-from app.verify.memory import scaled_config
+from app.sim.memory.rank_states import local_shapes, rank_states
+from app.scenes.memory.check import scaled_config
 
 
 def replicated(model) -> int:

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sim.tensor_parallel import simulate
-from app.sim.tp_inputs import PRIMARY_WEIGHT, make_inputs
+from app.sim.tensor_parallel.simulate import simulate
+from app.sim.tensor_parallel.inputs import PRIMARY_WEIGHT, make_inputs
 
 AT_SCALE = dict(preset="gpt3-175b", seq=2048, micro_batch=1, alpha_us=5.0, intra_node_gbs=300.0,
                 inter_node_gbs=50.0, gpus_per_node=8, gpu_tflops=160.0)

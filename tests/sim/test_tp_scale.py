@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.sim import activations
-from app.sim.collective_cost import Links, collective_time_us, curves
+from app.sim.memory import activations
+from app.sim.collectives.cost import Links, collective_time_us, curves
 from app.sim.models import PRESETS
-from app.sim.tensor_parallel import simulate
+from app.sim.tensor_parallel.simulate import simulate
 from app.sim.flops import layer_forward_flops as forward_flops
-from app.sim.tp_scale import SP_LAYER, TP_LAYER, layer_shape, scale
+from app.sim.tensor_parallel.scale import SP_LAYER, TP_LAYER, layer_shape, scale
 
 MIB = 2**20
 GPT3 = PRESETS["gpt3-175b"]

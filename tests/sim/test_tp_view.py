@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from app.routes.tensor_parallel import TensorParallelParams
-from app.sim.tensor_parallel import simulate
-from app.views.tensor_parallel import build_deck
-from app.views.tp_frames import LANES_BOTTOM, LANES_TOP, RIGHT
+from app.sim.tensor_parallel.params import TensorParallelParams
+from app.sim.tensor_parallel.simulate import simulate
+from app.scenes.tensor_parallel.deck import build_deck
+from app.scenes.tensor_parallel.deck_frames import LANES_BOTTOM, LANES_TOP, RIGHT
 
 
 def checks(**query):

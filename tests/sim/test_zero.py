@@ -8,10 +8,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from app.sim import zero_frames, zero_scale
-from app.sim.collective_cost import Links
-from app.sim.zero import simulate
-from app.sim.zero_frames import CURRENT, EMPTY, LOCAL, PAD, STALE
+from app.sim.zero import frames as zero_frames
+
+from app.sim.zero import scale as zero_scale
+from app.sim.collectives.cost import Links
+from app.sim.zero.simulate import simulate
+from app.sim.zero.frames import CURRENT, EMPTY, LOCAL, PAD, STALE
 
 # REFERENCES.md, ZeRO Table 1 (GB per device, mixed-precision Adam, K = 12)
 TABLE1 = [  # (Ψ, N_d, P_os, P_os+g, P_os+g+p)

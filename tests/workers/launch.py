@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.verify.jobs import kill_tree
+from app.jobs.runner import kill_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 ABORTED = ("exitcode: -6", "(SIGABRT)")

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.routes.checkpointing import SCENE, CheckpointParams
+from app.scenes.checkpointing import SCENE
+from app.sim.checkpointing.params import CheckpointParams
 from app.scene import trace_of
-from app.sim.checkpointing import simulate
-from app.verify.checkpointing import BYTES_TOLERANCE, GRAD_TOLERANCE, compare, scaled_params
+from app.sim.checkpointing.simulate import simulate
+from app.scenes.checkpointing.check import BYTES_TOLERANCE, GRAD_TOLERANCE, compare, scaled_params
 from tests.workers.launch import job_over_http
 
 CASES = {

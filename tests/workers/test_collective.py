@@ -10,12 +10,12 @@ import time
 import psutil
 import pytest
 
-from app.routes.collective import CollectiveParams
+from app.sim.collectives.params import CollectiveParams
 from app.scene import trace_of
-from app.routes.collective import SCENE
-from app.verify import jobs as jobs_module
-from app.verify.collective import CHECK, compare
-from app.verify.jobs import JobRunner
+from app.scenes.collective import SCENE
+from app.jobs import runner as jobs_module
+from app.scenes.collective.check import CHECK, compare
+from app.jobs.runner import JobRunner
 from tests.workers.launch import ended, torchrun
 
 torch = pytest.importorskip("torch")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.verify.jobs import TEARDOWN_NOTE, Check, JobRunner, Verdict, torch_available
+from app.jobs.runner import TEARDOWN_NOTE, Check, JobRunner, Verdict, torch_available
 from tests.workers.launch import ended
 
 pytestmark = pytest.mark.skipif(not torch_available()[0], reason="needs torch")

@@ -7,11 +7,12 @@ import time
 
 import pytest
 
-from app.routes.memory import SCENE, MemoryParams
+from app.scenes.memory import SCENE
+from app.sim.memory.params import MemoryParams
 from app.scene import trace_of
-from app.sim.memory import ledger
-from app.sim.rank_states import rank_states
-from app.verify.memory import compare, scaled_config
+from app.sim.memory.ledger import ledger
+from app.sim.memory.rank_states import rank_states
+from app.scenes.memory.check import compare, scaled_config
 
 CASES = {
     # Llama: GQA, SwiGLU, RMSNorm; 2 data-parallel ranks, ZeRO-2, selective recompute

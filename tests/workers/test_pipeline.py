@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from app.routes.pipeline import PipelineParams  # noqa: E402
-from app.sim.pipeline import simulate  # noqa: E402
-from app.verify.pipeline import compare  # noqa: E402
+from app.sim.pipeline.params import PipelineParams  # noqa: E402
+from app.sim.pipeline.simulate import simulate  # noqa: E402
+from app.scenes.pipeline.check import compare  # noqa: E402
 from tests.workers.launch import job_over_http  # noqa: E402
 
 pytestmark = pytest.mark.workers

@@ -12,8 +12,8 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.workers
 
 from app.params import parse  # noqa: E402
-from app.routes.precision import SCENE  # noqa: E402
-from app.verify.precision import compare  # noqa: E402
+from app.scenes.precision import SCENE  # noqa: E402
+from app.scenes.precision.check import compare  # noqa: E402
 from tests.workers.launch import job_over_http, torchrun  # noqa: E402
 
 STORMY = {"value": "1000", "grad_center": "-1", "grad_spread": "2", "init_scale_log2": "0",

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from app.routes.tensor_parallel import TensorParallelParams  # noqa: E402
-from app.sim.tensor_parallel import simulate  # noqa: E402
-from app.verify.tensor_parallel import compare  # noqa: E402
+from app.sim.tensor_parallel.params import TensorParallelParams  # noqa: E402
+from app.sim.tensor_parallel.simulate import simulate  # noqa: E402
+from app.scenes.tensor_parallel.check import compare  # noqa: E402
 from tests.workers.launch import torchrun  # noqa: E402
 
 SIZES = dict(tokens=4, hidden=8, ffn=16, heads=4, vocab=16, seed=5)

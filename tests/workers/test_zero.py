@@ -12,8 +12,8 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.workers
 
 from app.params import parse  # noqa: E402
-from app.routes.data_parallel import SCENE as DATA_PARALLEL  # noqa: E402
-from app.routes.zero import SCENE as ZERO  # noqa: E402
+from app.scenes.data_parallel import SCENE as DATA_PARALLEL  # noqa: E402
+from app.scenes.zero import SCENE as ZERO  # noqa: E402
 from tests.workers.launch import torchrun  # noqa: E402
 
 

@@ -1,0 +1,162 @@
+"""Line charts as geometry: axes, ticks and polylines in pixel coordinates.
+
+A view builds a :class:`Chart`; ``templates/_partials/chart.html`` draws it. Scales are linear
+or logarithmic; log ticks fall on powers of ten (or of two for byte sizes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app.draw.palette import DASHES, SERIES
+
+
+def human_bytes(n: float) -> str:
+    """1024 → "1 KiB", 3·2²⁰ → "3 MiB" (binary units, as message sizes usually are)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(n) < 1024 or unit == "EiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    raise AssertionError
+
+
+def exact_bytes(n: float) -> str:
+    """"1.69 MiB (1,771,520 B)": readable, and to the byte beside a measurement."""
+    return f"{human_bytes(n)} ({int(n):,} B)"
+
+
+def human_time_us(t: float) -> str:
+    """Microseconds in the unit that reads best: 12.3 µs, 4.56 ms, 1.23 s."""
+    if t < 1000:
+        return f"{t:.3g} µs"
+    if t < 1e6:
+        return f"{t / 1e3:.3g} ms"
+    return f"{t / 1e6:.3g} s"
+
+
+@dataclass(frozen=True)
+class Scale:
+    lo: float
+    hi: float
+    px_lo: float
+    px_hi: float
+    log: bool = False
+
+    def __call__(self, value: float) -> float:
+        if self.log:
+            a, b, v = math.log(self.lo), math.log(self.hi), math.log(max(value, self.lo * 1e-9))
+        else:
+            a, b, v = self.lo, self.hi, value
+        return self.px_lo + (v - a) / (b - a) * (self.px_hi - self.px_lo)
+
+
+def log_ticks(lo: float, hi: float, base: int = 10, every: int = 1) -> list[float]:
+    """Powers of ``base`` in [lo, hi], keeping every ``every``-th one."""
+    first, last = math.ceil(math.log(lo, base) - 1e-9), math.floor(math.log(hi, base) + 1e-9)
+    return [float(base ** k) for k in range(first, last + 1) if (k - first) % every == 0]
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    points: tuple[tuple[float, float], ...]  # pixels
+    colour: str
+    dash: str
+    label_at: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Tick:
+    at: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    width: int
+    height: int
+    left: float
+    right: float
+    top: float
+    bottom: float
+    x_label: str
+    y_label: str
+    x_ticks: tuple[Tick, ...]
+    y_ticks: tuple[Tick, ...]
+    series: tuple[Series, ...]
+    markers: tuple[Marker, ...]
+    title: str
+
+
+def line_chart(data: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
+               x_label: str, y_label: str, title: str = "",
+               x_log: bool = False, y_log: bool = False,
+               x_format: Callable[[float], str] = lambda v: f"{v:g}",
+               y_format: Callable[[float], str] = lambda v: f"{v:g}",
+               x_tick_base: int = 10, x_tick_every: int = 1,
+               markers: Sequence[tuple[float, str]] = (),
+               width: int = 640, height: int = 360) -> Chart:
+    """A chart of ``(name, xs, ys)`` series, sharing axes that fit them all."""
+    left, right, top, bottom = 84.0, width - 150.0, 36.0, height - 56.0
+    xs = [x for _, series_x, _ in data for x in series_x]
+    ys = [y for _, _, series_y in data for y in series_y]
+    x_lo, x_hi = min(xs), max(xs)
+    y_lo, y_hi = min(ys), max(ys)
+    if y_log:
+        y_lo, y_hi = 10 ** math.floor(math.log10(y_lo)), 10 ** math.ceil(math.log10(y_hi))
+    else:
+        y_lo, y_hi = min(0.0, y_lo), y_hi * 1.05 or 1.0
+    sx = Scale(x_lo, x_hi, left, right, x_log)
+    sy = Scale(y_lo, y_hi, bottom, top, y_log)
+    x_ticks = (log_ticks(x_lo, x_hi, x_tick_base, x_tick_every) if x_log
+               else linear_ticks(x_lo, x_hi))
+    y_ticks = log_ticks(y_lo, y_hi) if y_log else linear_ticks(y_lo, y_hi)
+    series = []
+    for k, (name, series_x, series_y) in enumerate(data):
+        points = tuple((round(sx(x), 1), round(sy(y), 1)) for x, y in zip(series_x, series_y))
+        series.append(Series(name, points, SERIES[k % len(SERIES)], DASHES[k % len(DASHES)],
+                             (points[-1][0] + 6, points[-1][1])))
+    _spread_labels(series, lowest=bottom + 8)
+    return Chart(width, height, left, right, top, bottom, x_label, y_label,
+                 tuple(Tick(round(sx(v), 1), x_format(v)) for v in x_ticks),
+                 tuple(Tick(round(sy(v), 1), y_format(v)) for v in y_ticks),
+                 tuple(series),
+                 tuple(Marker(round(sx(x), 1), label) for x, label in markers
+                       if x_lo <= x <= x_hi),
+                 title)
+
+
+def linear_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round values (1, 2 or 5 × 10^k apart) covering [lo, hi], at most about ``count``."""
+    step = 10 ** math.floor(math.log10((hi - lo) / count or 1))
+    for factor in (1, 2, 5, 10):
+        if (hi - lo) / (step * factor) <= count:
+            step *= factor
+            break
+    first = math.ceil(lo / step) * step
+    return [first + k * step for k in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _spread_labels(series: list[Series], gap: float = 18.0,
+                   lowest: float = math.inf) -> None:
+    """Move end-of-line labels apart vertically so they never overlap, and no lower than
+    ``lowest`` (the stack moves up when it would run past it)."""
+    order = sorted(range(len(series)), key=lambda k: series[k].label_at[1])
+    ys, last = [], -math.inf
+    for k in order:
+        last = max(series[k].label_at[1], last + gap)
+        ys.append(last)
+    for i in range(len(ys) - 1, -1, -1):   # from the bottom up, pull back inside the chart
+        limit = lowest if i == len(ys) - 1 else ys[i + 1] - gap
+        ys[i] = min(ys[i], limit)
+    for k, y in zip(order, ys):
+        series[k] = Series(series[k].name, series[k].points, series[k].colour, series[k].dash,
+                           (series[k].label_at[0], y))

@@ -1,0 +1,54 @@
+"""Chapter 8, memory tricks: ``/checkpointing`` (activation checkpointing and gradient
+accumulation) and its embed, JSON, SVG and real run."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from markupsafe import Markup
+
+from app.scene import traced
+from app.scenes.checkpointing import deck as view
+from app.scenes.checkpointing import deck_svg as checkpointing_svg
+from app.scenes.checkpointing.check import CHECK, scaled_params
+from app.sim.checkpointing.params import CheckpointParams
+from app.sim.checkpointing.simulate import model_of, simulate
+from app.sim.models import PRESETS
+from app.templating import deck_style, export_context
+
+
+@lru_cache(maxsize=64)
+def deck_of(p: CheckpointParams) -> view.CheckpointDeck:
+    """The deck's geometry, every frame (cached: a pure function of params)."""
+    return view.build_deck(traced(simulate, p))
+
+
+@lru_cache(maxsize=64)
+def deck_svg(p: CheckpointParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first; later frames wait in a template."""
+    return checkpointing_svg.render(deck_of(p), frame)
+
+
+def page_view(p: CheckpointParams, trace, frame: int) -> dict:
+    small = scaled_params(p)
+    return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
+            "iteration_chart": view.iteration_chart(trace), "model": trace.model,
+            "presets": PRESETS, "torchrun": torchrun_command(p), "scaled": small,
+            "scaled_model": model_of(small)}
+
+
+def torchrun_command(p: CheckpointParams) -> str:
+    return (f"torchrun --standalone --nproc-per-node {CHECK.world(p)} workers/checkpointing.py "
+            f"{' '.join(CHECK.args(p))} --out report.json")
+
+
+def form_view() -> dict:
+    return {"preset_choices": [(name, f"{name} ({m.param_count() / 1e9:.3g} B)")
+                               for name, m in PRESETS.items()], "presets": PRESETS}
+
+
+def export_view(p, trace, frame: int) -> dict:
+    context = export_context(deck_of(p), trace, frame)
+    return {"deck_svg": checkpointing_svg.render(context["deck"], frame, standalone=True,
+                                                 caption=tuple(context["caption"]),
+                                                 style=deck_style(standalone=True))}

@@ -1,0 +1,151 @@
+"""The collective deck as SVG markup (geometry from :mod:`app.scenes.collective.deck`).
+
+``current`` is the frame shown first: it carries class "current" (its arrows, outlines and
+header show). The frames after it are not part of the drawing yet: they follow the ``<svg>`` in
+an inert ``<template class="deck-later">``, which costs the browser no style or layout work
+until the player moves a frame into the deck (static/js/player.js). Without JavaScript the
+page shows the frame in its URL, which needs no later frame. ``standalone`` is a file of its
+own: the style sheet inlined, concrete colours, the caption underneath, frames up to
+``current`` only.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from html import escape
+
+from markupsafe import Markup
+
+from app.scenes.collective.deck import COMPLETE, Deck
+from app.draw.svg import CAPTION_HEIGHT, attrs, deck_end, deck_open, el, text, title
+
+
+
+def render(deck: Deck, current: int, *, standalone: bool = False,
+           caption: tuple[str, ...] = (), style: str = "") -> Markup:
+    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
+    stripes = "".join(
+        f'<pattern id="{s.id}" patternUnits="objectBoundingBox" '
+        'patternContentUnits="objectBoundingBox" width="1" height="1">'
+        + "".join(el("rect", x=round(k / len(s.colours), 4), y=0,
+                     width=round(1 / len(s.colours) + 0.001, 4), height=1, fill=c)
+                  for k, c in enumerate(s.colours))
+        + "</pattern>" for s in deck.stripes)
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
+                     defs=stripes)]
+    out.append(el("rect", class_="bg", x=0, y=0, width=deck.width, height=height))
+    out.append(text(deck.width - 18, 34, deck.title, class_="ink title", text_anchor="end",
+                    font_size=20))
+    out += _topology(deck)
+    out += _labels(deck)
+    frames_group = (f'<g class="frames" font-size="{deck.font}" text-anchor="middle" '
+                    f'dominant-baseline="central" font-weight="700">')
+    out.append(frames_group)
+    for frame in deck.frames[:current + 1]:
+        out += _frame(deck, frame, current, standalone)
+    out.append("</g>")
+    out += _legend(deck)
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(deck, frame, current, standalone)
+                         for frame in deck.frames[current + 1:])))
+    return Markup("".join(out))
+
+
+def _topology(deck: Deck) -> list[str]:
+    out = ['<g class="topology">']
+    for path, label in deck.node_arcs:
+        out.append(el("path", class_="node-arc", d=path, fill="none"))
+        if label.text:
+            out.append(text(label.x, label.y, label.text, class_="muted", text_anchor="middle",
+                            font_size=label.size))
+    for label in deck.lane_labels:
+        out.append(text(label.x, label.y, label.text, class_="muted", text_anchor=label.anchor,
+                        font_size=label.size))
+    for line in deck.lines:
+        out.append(el("path", class_="link inter" if line.dashed else "link", d=line.d,
+                      fill="none"))
+    for n in deck.nodes:
+        out.append(f'<circle {attrs(cx=n.x, cy=n.y, r=n.r, fill=n.fill, class_="node")}>'
+                   f'{title(f"rank {n.rank}")}</circle>')
+        if n.label:
+            if n.inside:
+                out.append(text(n.lx, n.ly, n.label, dy="0.35em", text_anchor="middle",
+                                font_size=round(n.r * 0.95, 1), font_weight=700, fill=n.ink))
+            else:
+                out.append(text(n.lx, n.ly, n.label, dy="0.35em", text_anchor="middle",
+                                font_size=13, font_weight=700, class_="ink"))
+    out.append("</g>")
+    return out
+
+
+def _labels(deck: Deck) -> list[str]:
+    out = []
+    for label in (*deck.area_labels, *deck.column_labels):
+        out.append(text(label.x, label.y, label.text, class_="muted", text_anchor="middle",
+                        font_size=label.size))
+    for s in deck.row_swatches:
+        out.append(el("circle", cx=s.x, cy=s.y, r=s.r, fill=s.fill))
+    for label in deck.row_labels:
+        out.append(text(label.x, label.y, label.text, class_="ink", text_anchor="end",
+                        font_size=label.size))
+    return out
+
+
+def _frame(deck: Deck, frame, current: int, standalone: bool) -> list[str]:
+    index = frame.index
+    css = "frame" + (" current" if index == current else "") + (" step" if index else "")
+    out = [f'<g class="{css}" data-frame="{index}">']
+    for c in frame.cells:
+        tip = f' data-tip="{escape(c.tip)}"' if c.tip and not standalone else ""
+        box = f'x="{c.x}" y="{c.y}" width="{c.w}" height="{c.h}" rx="3"'
+        if not c.fill:
+            out.append(f'<rect class="empty" {box}{tip}/>')
+            continue
+        moved = f' data-dx="{c.dx}" data-dy="{c.dy}"' if (c.dx or c.dy) else ""
+        # a finished value takes its colours from the theme (class "complete")
+        css, fill = ("cell complete", "") if c.fill == COMPLETE else ("cell", f' fill="{c.fill}"')
+        if not c.text:
+            out.append(f'<rect class="{css}" {box}{fill}{tip}{moved}/>')
+            continue
+        halo = ' class="halo"' if c.fill.startswith("url") else ""
+        ink = f' fill="{c.ink}"' if c.ink else ""
+        out.append(f'<g class="{css}"{tip}{moved}><rect {box}{fill}/>'
+                   f'<text{halo} x="{c.x + c.w / 2:.1f}" y="{c.y + c.h / 2:.1f}"{ink}>'
+                   f'{c.text}</text></g>')
+    if not standalone or index == current:
+        out.append('<g class="only-current arrows">')
+        out.extend(_arrow(a) for a in frame.arrows)
+        out.append("</g>")
+        out.append(text(22, 36, frame.header, class_="only-current ink step-header",
+                        font_size=24, text_anchor="start", dominant_baseline="auto"))
+    out.append("</g>")
+    return out
+
+
+def _legend(deck: Deck) -> list[str]:
+    out = ['<g class="legend">']
+    for kind, label, x in deck.legend:
+        if kind == "stripes":
+            out.append(el("rect", x=x, y=692, width=22, height=16, fill="url(#legend-stripes)", rx=2))
+        elif kind == "blues":
+            out.append(el("rect", x=x, y=692, width=22, height=16, fill="#4292c6", rx=2))
+        elif kind == "complete":
+            out.append(el("rect", x=x, y=692, width=22, height=16, class_="complete", rx=2))
+        elif kind == "empty":
+            out.append(el("rect", x=x, y=692, width=22, height=16, class_="empty", rx=2))
+        else:
+            out.append(el("line", x1=x, y1=700, x2=x + 22, y2=700, class_="link inter"))
+        out.append(text(x + 28, 705, label, class_="muted", font_size=14))
+    out.append("</g>")
+    return out
+
+
+@lru_cache(maxsize=4096)  # a schedule sends along the same few links step after step
+def _arrow(a) -> str:
+    return ('<g class="arrow">'
+            + el("path", d=a.d, fill="none", stroke=a.colour, stroke_width=a.width,
+                 stroke_dasharray="10 6" if a.dashed else None, stroke_linecap="round")
+            + el("polygon", points=a.head, fill=a.colour)
+            + (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=15, font_weight=600)
+               if a.label else "")
+            + "</g>")

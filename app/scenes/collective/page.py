@@ -1,0 +1,78 @@
+"""Chapter 2, collective communication: ``/collective`` and its embed, JSON, SVG and real run."""
+
+from __future__ import annotations
+
+import textwrap
+from functools import lru_cache
+
+from markupsafe import Markup
+
+from app.draw.plot import human_bytes, human_time_us, line_chart
+from app.scene import traced
+from app.scenes.collective import deck as view
+from app.scenes.collective import deck_svg as collective_svg
+from app.scenes.collective.check import torch_call
+from app.sim.collectives.cost import BYTES_PER_ELEMENT
+from app.sim.collectives.params import CollectiveParams
+from app.sim.collectives.schedules import SPLITTING_OPS, SUPPORTED
+from app.sim.collectives.simulate import SEMANTICS, simulate
+from app.templating import deck_style
+
+COUNT_SLIDER_MAX = 128
+"""The page's count slider stops here: every op and algorithm fits MAX_CELLS up to 64 ranks."""
+
+
+@lru_cache(maxsize=64)
+def deck_svg(p: CollectiveParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first (cached: decks are pure functions of params)."""
+    return collective_svg.render(view.build_deck(simulate_cached(p)), frame)
+
+
+def page_view(p: CollectiveParams, trace, frame: int) -> dict:
+    factor = {"all_reduce": "2(n−1)/n", "broadcast": "1", "reduce": "1"}.get(p.op, "(n−1)/n")
+    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p),
+            "chart_geometry": cost_chart(p, trace),
+            "semantics": SEMANTICS[p.op], "torch_call": torch_call(p.op, p.root),
+            "stats_bytes": p.count * BYTES_PER_ELEMENT[p.dtype],
+            "busbw_formula": f"{factor} = {trace.stats.busbw_factor:.3g}",
+            "panel_sent_bytes": max(trace.stats.elements_sent) / p.count * p.cost_bytes,
+            "swatches": view.rank_swatches(p.world), "torchrun": torchrun_command(p)}
+
+
+def form_view() -> dict:
+    return {"count_max": COUNT_SLIDER_MAX, "supported": SUPPORTED, "splitting": SPLITTING_OPS,
+            "sizes": [(2**k, human_bytes(2**k)) for k in range(10, 35)]}
+
+
+def export_view(p: CollectiveParams, trace, frame: int) -> dict:
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+    return {"deck_svg": collective_svg.render(view.build_deck(trace, upto=frame), frame,
+                                              standalone=True, caption=caption,
+                                              style=deck_style(standalone=True))}
+
+
+def simulate_cached(p: CollectiveParams):
+    return traced(simulate, p)
+
+
+def cost_chart(p: CollectiveParams, trace):
+    markers = [(p.cost_bytes, f"{human_bytes(p.cost_bytes)}")]
+    if trace.cost.crossover_bytes:
+        markers.append((trace.cost.crossover_bytes, "ring faster from here"))
+    return line_chart(
+        [(c.algorithm.replace("_", "-"), c.sizes, c.times_us) for c in trace.cost.curves],
+        x_label="message size", y_label="time (α–β model)",
+        title=f"{p.op} on {p.world} ranks: time against message size",
+        x_log=True, y_log=True, x_format=human_bytes, y_format=human_time_us,
+        x_tick_base=4, x_tick_every=2, markers=markers)
+
+
+def torchrun_command(p: CollectiveParams) -> str:
+    nodes = -(-p.world // p.gpus_per_node)
+    per_node = min(p.world, p.gpus_per_node)
+    args = (f"--op {p.op} --algorithm {p.algorithm} --count {p.count} --seed {p.seed} "
+            f"--root {p.root} --out report.json")
+    if nodes == 1:
+        return f"torchrun --standalone --nproc-per-node {per_node} workers/collective.py {args}"
+    return (f"torchrun --nnodes {nodes} --nproc-per-node {per_node} --rdzv-backend c10d "
+            f"--rdzv-endpoint $HEAD_NODE:29500 workers/collective.py {args}")

@@ -1,0 +1,115 @@
+"""The data-parallel deck as SVG markup (geometry from :mod:`app.scenes.data_parallel.deck`).
+
+``current`` is the frame shown first. Frames 0…current are layers of the drawing; the frames
+after it follow the ``<svg>`` in an inert ``<template class="deck-later">`` that the player moves
+into the deck when it steps there (static/js/player.js), so a slider move lays out only what is
+on screen. Labels that share a style are ``<tspan>``s of one ``<text>``: a browser lays out a
+text element at a cost that dwarfs its spans'. ``standalone`` is a file of its own: the style
+sheet inlined, concrete colours, frames up to ``current`` only, the caption underneath.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from markupsafe import Markup
+
+from app.scenes.collective.deck import Label
+from app.scenes.data_parallel.deck import Deck, FrameView
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text
+
+
+def render(deck: Deck, current: int, *, standalone: bool = False,
+           caption: tuple[str, ...] = (), style: str = "") -> Markup:
+    w = deck.width
+    h = deck.height + (CAPTION_HEIGHT if standalone else 0)
+    out = [deck_open(w, deck.height, deck.title, standalone=standalone, style=style)]
+    out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
+    out.append(f'<text class="ink title" x="{w - 18}" y="34" text-anchor="end" font-size="20">'
+               f'{escape(deck.title)}</text>')
+    out += _axes(deck)
+    out.append('<g class="frames" shape-rendering="crispEdges">')
+    for f in deck.frames[:current + 1]:
+        out += _frame(f, current, standalone, deck.axis_y)
+    out.append("</g>")
+    out += _legend(deck)
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(f, current, standalone, deck.axis_y)
+                         for f in deck.frames[current + 1:])))
+    return Markup("".join(out))
+
+
+def _paint(colour: str) -> str:
+    """A label's colour: ``class:name`` is a theme class, a colour is a fill, "" is ink."""
+    if colour.startswith("class:"):
+        return f' class="{colour[6:]}"'
+    return f' fill="{colour}"' if colour else ' class="ink"'
+
+
+def _axes(deck: Deck) -> list[str]:
+    """What every frame shares: lane names, the time axis, the strip's title and legend."""
+    y = deck.axis_y
+    out = [spans_text('class="ink" text-anchor="end"',
+                 [f'<tspan x="{t.x}" y="{t.y}" dy="0.35em" font-size="{t.size}">{t.text}'
+                  f'</tspan>' for t in deck.lane_names]),
+           f'<line class="axis-line" x1="180" x2="1250" y1="{y}" y2="{y}"/>']
+    out += [f'<line class="axis-line" x1="{x}" x2="{x}" y1="{y}" y2="{y + 6}"/>'
+            for x, _ in deck.ticks]
+    out.append(spans_text('class="muted" text-anchor="middle" font-size="14"',
+                     [f'<tspan x="{x}" y="{y + 24}">{label}</tspan>'
+                      for x, label in deck.ticks]))
+    if deck.strip_title:
+        out.append(f'<text class="ink" x="180" y="{deck.strip_y - 14}" font-size="16" '
+                   f'font-weight="600">{escape(deck.strip_title)}</text>')
+    for x, ly, colour, _ in deck.strip_legend:
+        paint = (f' class="{colour[6:]}"' if colour.startswith("class:") else
+                 f' fill="{colour}"' if colour else ' class="freed"')
+        out.append(f'<rect x="{x}" y="{ly - 13}" width="24" height="16"{paint}/>')
+    out.append(spans_text('class="muted" font-size="14"',
+                     [f'<tspan x="{x + 30}" y="{ly}">{text}</tspan>'
+                      for x, ly, _, text in deck.strip_legend]))
+    out.append(spans_text('class="ink" font-weight="600"',
+                     [f'<tspan x="{t.x}" y="{t.y}" font-size="{t.size}">{t.text}</tspan>'
+                      for t in deck.utilisation]))
+    if deck.strip_outline:
+        out.append(f'<rect class="freed" x="180" y="{deck.strip_y}" width="1070" '
+                   f'height="{deck.strip_h}"/>')
+    return out
+
+
+def _labels(labels: tuple[Label, ...], anchor: str) -> str:
+    return spans_text(f'text-anchor="{anchor}"',
+                 [f'<tspan x="{t.x}" y="{t.y}" font-size="{t.size}"{_paint(t.colour)}>{t.text}'
+                  f'</tspan>' for t in labels if t.anchor == anchor])
+
+
+def _frame(f: FrameView, current: int, standalone: bool, axis_y: float) -> list[str]:
+    css = "frame current" if f.index == current else "frame"
+    out = [f'<g class="{css}" data-frame="{f.index}">']
+    for b in f.pieces:
+        paint = f' class="{b.cls}"' if b.cls else f' fill="{b.fill}"'
+        out.append(f'<rect{paint} x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}"/>')
+    out.append(_labels(f.texts, "start"))
+    out.append(_labels(f.texts, "middle"))
+    if not standalone or f.index == current:
+        out.append(f'<g class="only-current"><line class="cursor" x1="{f.cursor}" '
+                   f'x2="{f.cursor}" y1="84" y2="{axis_y + 4}"/>')
+        if f.index > 0:
+            out.append(f'<text class="ink halo-bg" x="{min(f.cursor, 1180)}" y="80" '
+                       f'text-anchor="middle" font-size="15">{f.cursor_label}</text>')
+        out += [f'<text class="ink" x="{t.x}" y="{t.y}" font-size="{t.size}" '
+                f'font-weight="600">{escape(t.text)}</text>' for t in f.notes]
+        out.append(f'<text class="ink step-header" x="22" y="36" font-size="24" '
+                   f'font-weight="700">{f.header}</text></g>')
+    out.append("</g>")
+    return out
+
+
+def _legend(deck: Deck) -> list[str]:
+    out = ['<g class="legend">']
+    out += [f'<rect x="{x}" y="684" width="22" height="16" fill="{colour}" rx="2"/>'
+            for x, colour, _ in deck.legend]
+    out.append(spans_text('class="muted" y="697" font-size="14"',
+                     [f'<tspan x="{x + 28}">{text}</tspan>' for x, _, text in deck.legend]))
+    out.append("</g>")
+    return out

@@ -1,0 +1,63 @@
+"""Chapter 4, data parallelism: ``/data-parallel`` and its embed, JSON, SVG and real run."""
+
+from __future__ import annotations
+
+import textwrap
+from functools import lru_cache
+from pathlib import Path
+
+from markupsafe import Markup
+
+from app.scene import traced
+from app.scenes.data_parallel import deck as view
+from app.scenes.data_parallel import deck_svg as data_parallel_svg
+from app.scenes.data_parallel.check import CHECK
+from app.sim.data_parallel.params import DataParallelParams
+from app.sim.data_parallel.simulate import simulate
+from app.sim.models import PRESETS
+from app.templating import deck_style
+
+
+@lru_cache(maxsize=64)
+def deck_svg(p: DataParallelParams, frame: int) -> Markup:
+    """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
+    deck = view.build_deck(traced(simulate, p))
+    return data_parallel_svg.render(deck, frame)
+
+
+FIRST_SCRIPT = (Path(__file__).resolve().parents[3] / "workers" / "first_ddp.py").read_text()
+
+
+def page_view(p: DataParallelParams, trace, frame: int) -> dict:
+    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p, trace),
+            **view.panels(trace), "torchrun": torchrun_command(p),
+            "first_script": FIRST_SCRIPT, "launch": launch_commands(trace.torchrun()),
+            "model_params": PRESETS[p.preset].param_count()}
+
+
+def form_view() -> dict:
+    return {"presets": [(name, f"{name} ({m.param_count() / 1e9:.3g} B)")
+                        for name, m in PRESETS.items()]}
+
+
+def export_view(p: DataParallelParams, trace, frame: int) -> dict:
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+    return {"deck_svg": data_parallel_svg.render(view.build_deck(trace, upto=frame), frame,
+                                                 standalone=True, caption=caption,
+                                                 style=deck_style(standalone=True))}
+
+
+def launch_commands(info: dict) -> list[str]:
+    """The torchrun line each node runs for the first DDP script."""
+    if info["nodes"] == 1:
+        return [f"torchrun --standalone --nproc-per-node {info['nproc_per_node']} "
+                f"workers/first_ddp.py"]
+    shown = [0, 1, info["nodes"] - 1] if info["nodes"] > 3 else range(info["nodes"])
+    return [f"# node {n}: torchrun --nnodes {info['nodes']} --nproc-per-node "
+            f"{info['nproc_per_node']} --node-rank {n} --master-addr $HEAD --master-port 29500 "
+            f"workers/first_ddp.py" for n in sorted(set(shown))]
+
+
+def torchrun_command(p: DataParallelParams) -> str:
+    return (f"torchrun --standalone --nproc-per-node {p.dp} workers/zero.py "
+            f"{' '.join(CHECK.args(p))} --out report.json")

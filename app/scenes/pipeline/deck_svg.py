@@ -1,0 +1,166 @@
+"""The pipeline deck as SVG markup (geometry from :mod:`app.scenes.pipeline.deck`).
+
+``current`` is the frame shown first: it carries class "current" (the passes that start in it
+are outlined, its arrows show), and the cursor and header are drawn once, at its time
+(static/js/pipeline.js moves them when the player shows another frame). The frames after it are
+not part of the drawing yet: they follow the ``<svg>`` in an inert
+``<template class="deck-later">`` as empty layers that carry their markup in an attribute
+(:func:`app.draw.svg.later_frames`), so a slider move costs the browser neither their style
+and layout nor the parsing of their elements; static/js/player.js moves a layer into the deck
+and makes its elements when it is needed. Without JavaScript the page shows the frame in
+its URL, which needs no later frame. ``standalone`` is a file of its own: the style sheet
+inlined, concrete colours, the caption underneath, frames up to ``current`` only.
+
+Written with f-strings rather than a template loop: a deck holds a thousand passes, and the
+numbers and generated texts here need no escaping (the few free texts are escaped).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from markupsafe import Markup
+
+from app.scenes.pipeline.deck import Deck, FrameView
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+
+MB_SWATCH = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
+
+
+def render(deck: Deck, current: int, *, standalone: bool = False,
+           caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
+    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
+                     cls="deck pipeline-deck",
+                     defs='<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" '
+                          'height="8" patternTransform="rotate(45)"><line class="idle-line" '
+                          'x1="0" y1="0" x2="0" y2="8"/></pattern>'
+                          '<pattern id="pp-hatch" patternUnits="userSpaceOnUse" width="7" '
+                          'height="7" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" '
+                          'y2="7" stroke="#ffffff" stroke-width="2.2" stroke-opacity="0.75"/>'
+                          '</pattern>')]
+    out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
+               f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
+               f'font-size="20">{escape(deck.title)}</text>')
+    if deck.note:
+        out.append(f'<text class="muted" x="{deck.width - 18}" y="58" text-anchor="end" '
+                   f'font-size="14">{escape(deck.note)}</text>')
+    out += _lanes(deck)
+    out.append(f'<g class="frames" font-size="{deck.font}" text-anchor="middle">')
+    for f in deck.frames[:current + 1]:
+        out += _frame(deck, f, current, standalone)
+    out.append("</g>")
+    out += _now(deck, deck.frames[current])
+    out.append('<g class="pp-hover" aria-hidden="true"></g>')
+    out += _legend(deck)
+    out.append(deck_end(standalone, caption, deck.height,
+                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
+    return Markup("".join(out))
+
+
+
+def _lanes(deck: Deck) -> list[str]:
+    """Lane stripes, rank labels, the busy shape, the time axis (and summarised strips)."""
+    left, right, bottom = deck.left, deck.right, deck.bottom
+    stripes = "".join(f"M{left} {l.y}H{right}v{l.h}H{left}z" for l in deck.lanes[::2])
+    out = [f'<path class="lane-bg" d="{stripes}"/>']
+    for l in deck.lanes:
+        if l.label:
+            y = l.y + (l.h / 2 if not l.stages else l.h * 0.36)
+            out.append(f'<text class="ink" x="{left - 12}" y="{y:.1f}" dy="0.35em" '
+                       f'text-anchor="end" font-size="{l.font}" font-weight="700">{l.label}</text>')
+        if l.stages:
+            out.append(f'<text class="muted" x="{left - 12}" y="{l.y + l.h * 0.36 + 20:.1f}" '
+                       f'dy="0.35em" text-anchor="end" font-size="14">{l.stages}</text>')
+    sides = [f'<text x="1222" y="{l.y + l.h / 2:.1f}" dy="0.35em">{l.side}</text>'
+             for l in deck.lanes if l.side]
+    if deck.side_header:
+        sides.insert(0, f'<text x="1222" y="88">{deck.side_header}</text>')
+    if deck.ghost:
+        out.append(f'<path class="pp-ghost" d="{deck.ghost}"/>')
+    out.append('<path class="grid" fill="none" d="'
+               + "".join(f"M{x} 94V{bottom}" for x, _ in deck.ticks) + '"/>')
+    out.append('<g class="muted" font-size="14" text-anchor="middle">'
+               + "".join(f'<text x="{x}" y="86">{label}</text>' for x, label in deck.ticks)
+               + "".join(sides) + "</g>")
+    out += [f'<path fill="{fill}" d="{d}"/>' for fill, d in deck.slices.items()]
+    return out
+
+
+def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str]:
+    """Frame k's layer. What only the current frame shows is not repeated in every layer: the
+    passes that start in it are outlined by a style (class "marked"), its arrows are drawn
+    here, and the cursor, veil and header are drawn once (:func:`_now`) from the data
+    attributes of the current layer (static/js/pipeline.js moves them)."""
+    cls = "frame current" if f.index == current else "frame"
+    if f.marked:
+        cls += " marked"
+    hidden = ' display="none"' if f.index > current else ""
+    out = [f'<g class="{cls}" data-frame="{f.index}" data-x="{f.cursor}" data-pill="{f.pill}" '
+           f'data-t="{f.cursor_label}" data-head="{f.header}"{hidden}>']
+    if f.idle:
+        out.append(f'<path class="idle" d="{f.idle}"/>')
+    if f.memory:
+        out.append(f'<path class="mem" d="{f.memory}"/>')
+    if f.sends:
+        out.append(f'<path class="send" d="{f.sends}"/>')
+    h = deck.band
+    half = round(h / 2, 2)
+    for b in f.blocks:
+        deps = f' data-deps="{b.deps}"' if b.deps else ""
+        tip = f' data-tip="{b.title}"' if b.title else ""
+        body = f'x="{b.x}" y="{b.y}" width="{b.w}" height="{h}"'
+        hatch = f'<rect {body} fill="url(#pp-hatch)" rx="2"/>' if b.kind == "I" else ""
+        label = (f'<text x="{b.x + b.w / 2:.2f}" y="{b.y + half:.2f}" dy="0.35em" '
+                 f'fill="{b.ink}">{b.label}</text>' if b.label else "")
+        out.append(f'<g class="pp {b.kind}" data-pass="{b.index}"{deps}{tip}>'
+                   f'<rect class="body" {body} fill="{b.fill}" rx="2"/>{hatch}{label}</g>')
+    if f.arrows and ((not standalone) or f.index == current):
+        out.append('<g class="only-current arrows">'
+                   + "".join(f'<g class="arrow dep"><path d="{a.d}"/><polygon '
+                             f'points="{a.head}"/></g>' for a in f.arrows) + "</g>")
+    out.append("</g>")
+    return out
+
+
+def _now(deck: Deck, f: FrameView) -> list[str]:
+    """The current frame's veil (summarised timelines), time cursor and header."""
+    bottom = deck.bottom
+    out = ['<g class="pp-now">']
+    if not deck.drawn:
+        out.append(f'<rect class="veil" x="{f.cursor}" y="94" width="{f.veil}" '
+                   f'height="{bottom - 94:.1f}" data-right="{deck.right}"/>')
+    hidden = ' display="none"' if f.index == 0 else ""
+    out.append(f'<g class="pp-cursor"{hidden}><line class="cursor" x1="{f.cursor}" '
+               f'x2="{f.cursor}" y1="94" y2="{bottom + 6:.1f}"/>'
+               f'<rect class="cursor-pill" x="{f.pill - 56:.1f}" y="{bottom + 8:.1f}" '
+               f'width="112" height="26" rx="13"/>'
+               f'<text class="cursor-label" x="{f.pill}" y="{bottom + 21:.1f}" dy="0.35em" '
+               f'text-anchor="middle" font-size="15">{f.cursor_label}</text></g>'
+               f'<text class="ink step-header" x="22" y="36" font-size="24" '
+               f'font-weight="700">{f.header}</text></g>')
+    return out
+
+
+def _legend(deck: Deck) -> list[str]:
+    out = ['<g class="legend">']
+    for kind, fill, text, x in deck.legend:
+        if kind == "idle":
+            out.append(f'<rect class="idle" x="{x}" y="692" width="22" height="16"/>'
+                       f'<rect x="{x}" y="692" width="22" height="16" fill="none" class="grid"/>')
+        elif kind == "mem":
+            out.append(f'<rect class="legend-mem" x="{x}" y="692" width="22" height="16"/>')
+        elif kind == "send":
+            out.append(f'<line class="send" x1="{x}" y1="708" x2="{x + 22}" y2="692"/>')
+        elif kind == "mb":
+            out += [f'<rect x="{x + k * 6}" y="692" width="6" height="16" fill="{c}"/>'
+                    for k, c in enumerate(MB_SWATCH)]
+        else:
+            w = ' class="legend-w"' if kind == "W" else ""
+            out.append(f'<rect{w} x="{x}" y="692" width="22" height="16" fill="{fill}" rx="2"/>')
+            if kind == "I":
+                out.append(f'<rect x="{x}" y="692" width="22" height="16" fill="url(#pp-hatch)" '
+                           f'rx="2"/>')
+        out.append(f'<text class="muted" x="{x + 28}" y="705" font-size="14">{text}</text>')
+    out.append("</g>")
+    return out

@@ -1,0 +1,61 @@
+"""Chapter 6, tensor and sequence parallelism: ``/tensor-parallel`` and its embed, JSON, SVG and
+real run."""
+
+from __future__ import annotations
+
+import textwrap
+from functools import lru_cache
+
+from markupsafe import Markup
+
+from app.scene import traced
+from app.scenes.tensor_parallel import deck as view
+from app.scenes.tensor_parallel import deck_svg as tp_svg
+from app.scenes.tensor_parallel import panels as tp_panels
+from app.sim.models import PRESETS
+from app.sim.tensor_parallel.params import TensorParallelParams
+from app.sim.tensor_parallel.simulate import BLOCK_TITLES, simulate
+from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
+
+
+@lru_cache(maxsize=4)
+def tp_style(standalone: bool) -> Markup:
+    colours = LIGHT_COLOURS if standalone else PAGE_COLOURS
+    return Markup(deck_style(standalone) + render("_partials/tp_style.css", c=colours))
+
+
+@lru_cache(maxsize=32)
+def deck_of(p: TensorParallelParams):
+    return view.build_deck(traced(simulate, p))
+
+
+@lru_cache(maxsize=64)
+def deck_markup(p: TensorParallelParams, frame: int) -> Markup:
+    """The page's deck as SVG markup, frame ``frame`` first; cached, so dragging a slider back
+    to a value already seen costs nothing."""
+    return tp_svg.render(deck_of(p), frame)
+
+
+def page_view(p: TensorParallelParams, trace, frame: int) -> dict:
+    return {"deck": deck_of(p), "deck_svg": deck_markup(p, frame),
+            "block_title": BLOCK_TITLES[p.block],
+            "torchrun": torchrun_command(p), **tp_panels.panels(p, trace)}
+
+
+def form_view() -> dict:
+    return {"style": tp_style(False), "presets": [(name, f"{name} (h {m.hidden}, {m.heads} heads)")
+                        for name, m in PRESETS.items()],
+            "seqs": [(s, f"{s:,}") for s in (512, 1024, 2048, 4096, 8192, 16384, 32768)]}
+
+
+def export_view(p: TensorParallelParams, trace, frame: int) -> dict:
+    return {"deck_svg": tp_svg.render(
+        view.build_deck(trace, only=frame), frame, standalone=True, style=tp_style(True),
+        caption=tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3]))}
+
+
+def torchrun_command(p: TensorParallelParams) -> str:
+    sp = " --sequence-parallel" if p.sequence_parallel else ""
+    return (f"torchrun --standalone --nproc-per-node {p.tp} workers/tensor_parallel.py "
+            f"--block {p.block} --tokens {p.tokens} --hidden {p.hidden} --ffn {p.ffn} "
+            f"--heads {p.heads} --vocab {p.vocab} --seed {p.seed}{sp} --out report.json")

@@ -1,0 +1,77 @@
+"""The parameters of the checkpointing scene: every field's type, range, default and help, defined once
+(DESIGN principle 13) — the page's controls, the 422 messages, OpenAPI and the CLI read them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator, model_validator
+
+from app.params import (
+    Dp,
+    Ffn,
+    GradAccum,
+    Heads,
+    Hidden,
+    Invalid,
+    KvHeads,
+    Layers,
+    MicroBatch,
+    ModelPreset,
+    Recompute,
+    SceneParams,
+    Seq,
+    Tp,
+    Vocab,
+)
+from app.sim.checkpointing.simulate import model_of
+
+RecomputeLayers = Annotated[int, Field(ge=1, le=512, description="layers per checkpointed "
+                                                                 "segment (k)")]
+Tflops = Annotated[float, Field(ge=1, le=10000, description="achieved TFLOP/s per GPU")]
+SIZES = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
+
+
+class CheckpointParams(SceneParams):
+    preset: ModelPreset = "gpt2"                 # model shape; the sizes below override it
+    layers: Layers | None = None              # L (default: the preset's)
+    hidden: Hidden | None = None              # h
+    heads: Heads | None = None                # a
+    kv_heads: KvHeads | None = None           # grouped-query attention (default: the preset's)
+    ffn: Ffn | None = None                    # MLP width (default: 4h, or the preset's ratio)
+    vocab: Vocab | None = None                # V
+    seq: Seq | None = None                    # s (default: the preset's context)
+    micro_batch: MicroBatch = 4               # b: sequences per micro-batch
+    tp: Tp = 1                                # tensor-parallel size t
+    sequence_parallel: bool = False           # split LayerNorm/dropout activations over t too
+    recompute: Recompute = "full"             # none, selective, or full
+    recompute_layers: RecomputeLayers = 1     # k: full recompute checkpoints every k-th layer
+    grad_accum: GradAccum = 8                 # micro-batches per optimizer step
+    dp: Dp = 8                                # data-parallel replicas
+    achieved_tflops: Tflops = 400.0           # per GPU (≈ 40% of an H100's 989 dense BF16)
+
+    @field_validator(*SIZES, mode="before")
+    @classmethod
+    def _blank_is_preset(cls, value):
+        return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CheckpointParams:
+        m = model_of(self)
+        if m.kv_heads > m.heads:
+            raise Invalid("kv_heads", f"kv_heads ({m.kv_heads}) must be at most heads "
+                                      f"({m.heads})")
+        if m.heads % m.kv_heads:
+            raise Invalid("kv_heads", f"kv_heads ({m.kv_heads}) must divide heads ({m.heads})")
+        if m.hidden % m.heads:
+            raise Invalid("hidden", f"hidden ({m.hidden}) must be divisible by heads "
+                                    f"({m.heads})")
+        if m.heads % self.tp:
+            raise Invalid("tp", f"tp ({self.tp}) must divide heads ({m.heads})")
+        if m.kv_heads % self.tp:
+            raise Invalid("tp", f"tp ({self.tp}) must divide kv_heads ({m.kv_heads}): each "
+                                f"GPU holds whole key/value heads")
+        if self.recompute == "full" and self.recompute_layers > m.layers:
+            raise Invalid("recompute_layers", f"recompute_layers ({self.recompute_layers}) "
+                                              f"must be at most layers ({m.layers})")
+        return self

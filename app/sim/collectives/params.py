@@ -1,0 +1,80 @@
+"""The parameters of the collective scene: every field's type, range, default and help, defined once
+(DESIGN principle 13) — the page's controls, the 422 messages, OpenAPI and the CLI read them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from app.params import (
+    AlphaUs,
+    Dtype,
+    GpusPerNode,
+    InterNodeGBs,
+    IntraNodeGBs,
+    Invalid,
+    Rank,
+    SceneParams,
+    Seed,
+    SizeBytes,
+    World,
+    nearby_multiples,
+)
+from app.sim.collectives.schedules import (
+    SPLITTING_OPS,
+    SUPPORTED,
+    is_power_of_two,
+    step_count,
+)
+
+MAX_CELLS = 2**21
+"""Bound on the numbers a trace holds (frames × world × buffer length): about 2 M, which keeps
+any accepted request well under half a second."""
+
+Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"]
+Algorithm = Literal["ring", "tree", "halving_doubling", "direct"]
+Count = Annotated[int, Field(ge=1, le=65536, description="elements of the full logical tensor")]
+
+
+class CollectiveParams(SceneParams):
+    op: Op = "all_reduce"                     # the collective, with torch.distributed semantics
+    algorithm: Algorithm = "ring"             # how the ranks exchange chunks
+    world: World = 4                          # ranks taking part
+    count: Count = 8                          # elements of the full logical tensor
+    seed: Seed = 0                            # seed of the integer inputs
+    root: Rank = 0                            # broadcast's source / reduce's destination
+    dtype: Dtype = "fp32"                     # element type, for bytes and time
+    alpha_us: AlphaUs = 5.0                   # α: latency of one message
+    intra_node_gbs: IntraNodeGBs = 300.0      # β⁻¹ inside a node (NVLink, A100 ≈ 300 GB/s)
+    inter_node_gbs: InterNodeGBs = 50.0       # β⁻¹ between nodes (400 Gb/s InfiniBand ≈ 50 GB/s)
+    gpus_per_node: GpusPerNode = 8            # ranks per node; ring links between nodes are slower
+    cost_bytes: SizeBytes = 64 * 2**20        # message size for the cost panel
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CollectiveParams:
+        if self.op not in SUPPORTED[self.algorithm]:
+            able = ", ".join(a for a, ops in SUPPORTED.items() if self.op in ops)
+            raise Invalid("algorithm", f"algorithm {self.algorithm} does not implement "
+                                       f"{self.op}; {self.op} supports: {able}")
+        if self.algorithm == "halving_doubling" and not is_power_of_two(self.world):
+            below = 1 << (self.world.bit_length() - 1)
+            raise Invalid("world", f"halving_doubling needs a power-of-two world; world "
+                                   f"({self.world}) is not — try {below} or {below * 2}")
+        if self.op in SPLITTING_OPS and self.count % self.world:
+            raise Invalid("count", f"count ({self.count}) must be divisible by world "
+                                   f"({self.world}) for {self.op} — try "
+                                   f"{nearby_multiples(self.count, self.world, 65536)}")
+        if self.root >= self.world:
+            raise Invalid("root", f"root ({self.root}) must be a rank from 0 to {self.world - 1}")
+        steps = step_count(self.op, self.algorithm, self.world, self.count)
+        width = 2 if self.op == "all_to_all" else 1
+        cells = (steps + 1) * self.world * self.count * width
+        if cells > MAX_CELLS:
+            most = MAX_CELLS // ((steps + 1) * self.world * width)
+            if self.op in SPLITTING_OPS:
+                most = most // self.world * self.world
+            raise Invalid("count", f"count ({self.count}) is too large for {self.op} on "
+                                   f"{self.world} ranks: the trace would hold {cells:,} numbers "
+                                   f"(at most {MAX_CELLS:,}) — use count ≤ {most}")
+        return self

@@ -1,0 +1,122 @@
+"""The parameters of the memory scene: every field's type, range, default and help, defined once
+(DESIGN principle 13) — the page's controls, the 422 messages, OpenAPI and the CLI read them."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import field_validator, model_validator
+
+from app.params import (
+    Dp,
+    Ffn,
+    GpuModel,
+    Heads,
+    Hidden,
+    Invalid,
+    KvHeads,
+    Layers,
+    MicroBatch,
+    ModelPreset,
+    Optimizer,
+    ParamCount,
+    Pp,
+    Precision,
+    Recompute,
+    SceneParams,
+    Seq,
+    Tp,
+    Vocab,
+    ZeroStage,
+)
+from app.sim.memory.ledger import MemoryConfig
+from app.sim.models import PRESETS, ModelShape
+
+SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
+
+
+class MemoryParams(SceneParams):
+    preset: ModelPreset = "llama3-8b"         # a published model; the shape fields override it
+    layers: Layers | None = None              # transformer layers L (empty: the preset's)
+    hidden: Hidden | None = None              # hidden size h (empty: the preset's)
+    heads: Heads | None = None                # attention heads a (empty: the preset's)
+    kv_heads: KvHeads | None = None           # key/value heads (empty: the preset's; GPT: = heads)
+    ffn: Ffn | None = None                    # MLP inner size (empty: hidden × the preset's ratio)
+    vocab: Vocab | None = None                # vocabulary V (empty: the preset's)
+    seq: Seq | None = None                    # sequence length s (empty: the preset's)
+    param_count: ParamCount | None = None     # Ψ for the model states (empty: from the shape)
+    micro_batch: MicroBatch = 1               # sequences per micro-batch b
+    dp: Dp = 8                                # data-parallel size N_d
+    tp: Tp = 1                                # tensor-parallel size t
+    pp: Pp = 1                                # pipeline stages p
+    zero: ZeroStage = 2                       # ZeRO stage: 1 optimizer, 2 + gradients, 3 + params
+    sequence_parallel: bool = False           # split norms and dropouts along s over the TP group
+    recompute: Recompute = "selective"        # activation recomputation (Korthikanti 2022)
+    optimizer: Optimizer = "adamw"            # what the optimizer keeps per parameter
+    precision: Precision = "mixed"            # mixed: 16-bit params/grads/activations, fp32 master
+    gpu: GpuModel = "h100-80"                 # the GPU to fit on
+
+    @field_validator(*SHAPE_FIELDS, "param_count", mode="before")
+    @classmethod
+    def _blank_is_preset(cls, value):
+        return None if isinstance(value, str) and value.strip() == "" else value
+
+    def shape(self) -> ModelShape:
+        """The preset with the explicit fields laid over it (see :func:`resolve`)."""
+        return resolve(self.preset, tuple(getattr(self, f) for f in SHAPE_FIELDS))
+
+    def config(self) -> MemoryConfig:
+        return MemoryConfig(self.shape(), self.micro_batch, self.dp, self.tp, self.pp, self.zero,
+                            self.sequence_parallel, self.recompute, self.optimizer,
+                            self.precision, self.gpu, self.param_count)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MemoryParams:
+        m = self.shape()
+        if m.kv_heads > m.heads:
+            raise Invalid("kv_heads", f"kv_heads ({m.kv_heads}) must not exceed heads "
+                                      f"({m.heads})")
+        if m.heads % m.kv_heads:
+            raise Invalid("kv_heads", f"kv_heads ({m.kv_heads}) must divide heads ({m.heads}): "
+                                      f"each key/value head serves a whole group of query heads")
+        if m.hidden % m.heads:
+            raise Invalid("heads", f"heads ({m.heads}) must divide hidden ({m.hidden}) — try "
+                                   f"{_divisors_near(m.hidden, m.heads)}")
+        for name, value in (("heads", m.heads), ("kv_heads", m.kv_heads), ("ffn", m.ffn)):
+            if value % self.tp:
+                raise Invalid("tp", f"tp ({self.tp}) must divide {name} ({value}) — try "
+                                    f"{_divisors_near(value, self.tp)}")
+        if m.layers % self.pp:
+            raise Invalid("pp", f"pp ({self.pp}) must divide layers ({m.layers}) — try "
+                                f"{_divisors_near(m.layers, self.pp)}")
+        if self.sequence_parallel and m.seq % self.tp:
+            raise Invalid("seq", f"seq ({m.seq}) must be divisible by tp ({self.tp}) with "
+                                 f"sequence parallelism")
+        return self
+
+
+def _divisors_near(n: int, k: int) -> str:
+    """Divisors of n closest to k, in words: "8 or 16"."""
+    below = max(d for d in range(1, min(k, n) + 1) if n % d == 0)
+    above = next((d for d in range(k + 1, min(n, 4096) + 1) if n % d == 0), None)
+    return f"{below} or {above}" if above else str(below)
+
+
+@lru_cache(maxsize=256)
+def resolve(preset: str, values: tuple[int | None, ...]) -> ModelShape:
+    """A preset's shape with explicit values laid over it. A field left empty takes the
+    preset's value, except that ffn follows hidden by the preset's ratio (GPT 4h; Llama rounded
+    to a multiple of 128) and kv_heads keeps the preset's grouping when it still divides heads
+    (GPT: kv_heads = heads)."""
+    base = PRESETS[preset]
+    layers, hidden, heads, kv_heads, ffn, vocab, seq = values
+    hidden = hidden or base.hidden
+    heads = heads or base.heads
+    if ffn is None:
+        ffn = (4 * hidden if base.family == "gpt"
+               else max(128, round(base.ffn / base.hidden * hidden / 128) * 128))
+    if kv_heads is None:
+        kv_heads = base.kv_heads if base.family == "llama" and heads % base.kv_heads == 0 \
+            else heads
+    return ModelShape(base.name, base.family, layers or base.layers, hidden, heads, kv_heads,
+                      ffn, vocab or base.vocab, seq or base.seq)

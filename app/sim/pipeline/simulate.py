@@ -1,0 +1,193 @@
+"""Pipeline parallelism: a schedule of forward and backward passes over p ranks, timed, with its
+bubble, activation memory and the sends between stages.
+
+``simulate(params)`` builds the schedule's order (:mod:`app.sim.pipeline.schedules`), checks it,
+finds its sends and times it (:mod:`app.sim.pipeline.passes`), and cuts the timeline into frames
+for the player: one per moment some pass starts (at most :data:`MAX_FRAMES`, else even slices
+of time), each with a caption that says who runs what and why they waited.
+
+The bubble is idle rank-time over p · makespan. With free communication the papers' formulas
+hold exactly, and each trace says whether its own configuration is one where they do:
+
+* GPipe and 1F1B: (p − 1)/(m + p − 1) of the total — PTD-P's (p − 1)/m of the ideal time
+  (Narayanan et al. 2021, §2.2.1; GPipe, Huang et al. 2019), for any t_f, t_b, t_w.
+* Interleaved 1F1B: (p − 1)/(v·m + p − 1) (PTD-P §2.2.2), when p divides m.
+* ZB-H1: (p − 1)(t_f + t_b − t_w) of idle time per rank (Qi et al. 2023, Table 2), when m ≥ p
+  and t_w ≤ t_f, t_b.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+import orjson
+
+from app.sim.pipeline.captions import PipelineFrame, make_frames, num
+from app.sim.pipeline.to_json import trace_json
+from app.sim.pipeline.passes import (Flat, Links, Memory, Timeline, Times, communication,
+                                     memory, timeline, validate)
+from app.sim.pipeline.orders import SCHEDULE_KINDS, build, infeasible
+from app.sim.pipeline.schedules import KINDS, Schedule, decode
+
+if TYPE_CHECKING:
+    from app.sim.pipeline.params import PipelineParams
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A paper's bubble, evaluated on these parameters."""
+
+    text: str
+    worked: str
+    fraction: float
+    """the bubble fraction it predicts"""
+    applies: bool
+    condition: str
+    source: str
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "worked": self.worked, "bubble_fraction": self.fraction,
+                "applies": self.applies, "condition": self.condition, "source": self.source}
+
+
+def formula(p: PipelineParams) -> Formula | None:
+    s, m, v = p.stages, p.microbatches, p.chunks
+    free = p.t_comm == 0
+    if p.schedule in ("gpipe", "1f1b"):
+        return Formula("(p − 1)/(m + p − 1)", f"({s} − 1)/({m} + {s} − 1) = {s - 1}/{m + s - 1}",
+                       (s - 1) / (m + s - 1), free, "communication is free (t_comm = 0)",
+                       "PTD-P (Narayanan et al. 2021) §2.2.1; GPipe (Huang et al. 2019)")
+    if p.schedule == "interleaved_1f1b":
+        return Formula("(p − 1)/(v·m + p − 1)",
+                       f"({s} − 1)/({v}·{m} + {s} − 1) = {s - 1}/{v * m + s - 1}",
+                       (s - 1) / (v * m + s - 1), free and m % s == 0,
+                       "t_comm = 0 and p divides m", "PTD-P (Narayanan et al. 2021) §2.2.2")
+    if p.schedule == "zb_h1":
+        idle = (s - 1) * (p.t_f + p.t_b - p.t_w)
+        busy = m * (p.t_f + p.t_b + p.t_w)
+        return Formula("(p − 1)(t_f + t_b − t_w) idle per rank",
+                       f"({s} − 1)({num(p.t_f)} + {num(p.t_b)} − {num(p.t_w)}) = {num(idle)} "
+                       f"of {num(idle + busy)}",
+                       idle / (idle + busy) if idle + busy > 0 else 0.0,
+                       free and m >= s and p.t_w <= min(p.t_f, p.t_b),
+                       "t_comm = 0, m ≥ p and t_w ≤ t_f, t_b",
+                       "Zero Bubble (Qi et al. 2023) Table 2")
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class PipelineTrace:
+    params: PipelineParams
+    schedule: Schedule
+    flat: Flat
+    links: Links
+    line: Timeline
+    memory: Memory
+    by_start: np.ndarray
+    """dense action indices in order of start time"""
+    frames: tuple[PipelineFrame, ...]
+    formula: Formula | None
+
+    @property
+    def makespan(self) -> float:
+        return self.line.makespan
+
+    @property
+    def bubble_fraction(self) -> float:
+        return self.line.bubble_fraction
+
+    @property
+    def peak_activations(self) -> list[int]:
+        return list(self.memory.peak)
+
+    def rank_stages(self) -> list[list[int]]:
+        """The stages each rank holds, in model order."""
+        owner = self.schedule.rank_of_stage
+        return [np.flatnonzero(owner == r).tolist() for r in range(self.schedule.ranks)]
+
+    def _fields(self) -> dict:
+        p, line = self.params, self.line
+        return {
+            "schedule": p.schedule, "stages": p.stages, "microbatches": p.microbatches,
+            "chunks": p.chunks, "t_f": p.t_f, "t_b": p.t_b, "t_w": p.t_w, "t_comm": p.t_comm,
+            "makespan": line.makespan,
+            "bubble_fraction": line.bubble_fraction,
+            "peak_activations": self.peak_activations,
+            "busy": line.busy,
+            "idle": line.makespan - line.busy,
+            "sends": self.links.sends,
+            "formula": None if self.formula is None else self.formula.to_dict(),
+            "frames": [{"step": f.step, "time": f.time, "phase": f.phase, "caption": f.caption}
+                       for f in self.frames],
+            "memory": [{"rank": r, "times": t, "held": h}
+                       for r, (t, h) in enumerate(zip(self.memory.times, self.memory.held))],
+        }
+
+    def to_dict(self) -> dict:
+        """The JSON contract of ``/api/pipeline`` (DESIGN.md) as plain data."""
+        flat, line = self.flat, self.line
+        start, end = np.round(line.start, 9).tolist(), np.round(line.end, 9).tolist()
+        ranks = []
+        for r, (a, b) in enumerate(zip(flat.offsets[:-1], flat.offsets[1:])):
+            ranks.append({"rank": r, "stages": self.rank_stages()[r], "actions": [
+                {"action": str(decode(flat.ids[k], self.schedule.microbatches)),
+                 "stage": int(flat.stage[k]), "kind": KINDS[flat.kind[k]],
+                 "microbatch": int(flat.microbatch[k]), "start": start[k], "end": end[k]}
+                for k in range(a, b)]})
+        return {"ranks": ranks, **orjson.loads(orjson.dumps(
+            self._fields(), option=orjson.OPT_SERIALIZE_NUMPY))}
+
+    def to_json(self) -> bytes:
+        """``to_dict()`` as JSON bytes, fast for 10⁵ actions (see app.sim.pipeline.to_json)."""
+        flat, line = self.flat, self.line
+        rest = orjson.dumps(self._fields(), option=orjson.OPT_SERIALIZE_NUMPY)
+        return trace_json(self.rank_stages(), flat.offsets, flat.stage, flat.kind,
+                          flat.microbatch, np.round(line.start, 9), np.round(line.end, 9), rest)
+
+
+def simulate(p: PipelineParams) -> PipelineTrace:
+    schedule = build(p.schedule, p.stages, p.microbatches, p.chunks)
+    flat = validate(schedule)
+    links = communication(schedule, flat)
+    line = timeline(schedule, Times(p.t_f, p.t_b, p.t_w, p.t_comm), flat, links)
+    held = memory(flat, line)
+    by_start = np.argsort(line.start, kind="stable")
+    paper = formula(p)
+    frames = make_frames(p, schedule, flat, links, line, held, by_start, paper)
+    return PipelineTrace(p, schedule, flat, links, line, held, by_start, tuple(frames), paper)
+
+
+CURVE_MICROBATCHES = tuple(2 ** k for k in range(11))
+"""m = 1, 2, 4, … 1024: the points of the bubble-against-m plot"""
+CURVE_PASSES = 2048
+"""a point is simulated when stages × chunks × m is at most this (bounded work per plot)"""
+
+
+@dataclass(frozen=True)
+class Curve:
+    schedule: str
+    chunks: int
+    microbatches: tuple[int, ...]
+    bubble: tuple[float, ...]
+
+
+@lru_cache(maxsize=32)
+def bubble_curves(ranks: int, interleaved_chunks: int, times: Times) -> tuple[Curve, ...]:
+    """Bubble fraction against m for every schedule, each point a full simulation."""
+    curves = []
+    for name, kind in SCHEDULE_KINDS.items():
+        v = kind.chunks or interleaved_chunks
+        ms, bubbles = [], []
+        for m in CURVE_MICROBATCHES:
+            if infeasible(name, ranks, m, v) is not None and m > ranks:
+                m = round(m / ranks) * ranks       # interleaved: a whole number of rounds
+            if ranks * v * m > CURVE_PASSES:
+                break
+            if infeasible(name, ranks, m, v) is None and (not ms or m > ms[-1]):
+                ms.append(m)
+                bubbles.append(timeline(build(name, ranks, m, v), times).bubble_fraction)
+        curves.append(Curve(name, v, tuple(ms), tuple(bubbles)))
+    return tuple(curves)
