@@ -16,7 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from jinja2_fragments import render_block
 from markupsafe import Markup
 
-from app.draw.plot import human_bytes, human_time_us
+from app.draw.fmt import human_bytes, human_time_us
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"

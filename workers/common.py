@@ -112,6 +112,6 @@ def finish(report: dict | None, rank: int, out: Path | None) -> None:
     dist.barrier()
     # let the barrier's last messages drain before any rank closes its connections: gloo may
     # abort a rank whose peer leaves too soon (pytorch/gloo#155); the runner judges a job whose
-    # report exists on that report anyway (app/verify/jobs.py, TEARDOWN_NOTE)
+    # report exists on that report anyway (app/jobs/runner.py, TEARDOWN_NOTE)
     time.sleep(0.1)
     dist.destroy_process_group()

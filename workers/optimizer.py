@@ -11,7 +11,7 @@ master copy and torch.optim's states (momentum_buffer, exp_avg, exp_avg_sq) of t
 steps it with torch.optim.SGD / Adam / AdamW, and an all_gather reassembles the updated
 parameters on every rank. Rank 0 also steps an unsharded torch.optim on the whole vector, the
 single-GPU reference. Rank 0 writes every rank's slice after every step, the reference run and
-the bytes each rank's optimizer state takes, as JSON; app/verify/optimizer.py compares them
+the bytes each rank's optimizer state takes, as JSON; app/scenes/optimizer/check.py compares them
 with the simulation.
 
 The gradient is the scene's formula written out (not autograd), evaluated in fp32 and, in

@@ -34,7 +34,7 @@ Every rank:
 torch rounds a float64 through float32 on its way to a 16- or 8-bit format, and its
 float8_e4m3fn cast saturates past 448 (to ±448) where ml_dtypes gives NaN: overflow is
 therefore read off torch's own rounding one binade lower (:func:`past_largest`). Rank 0 writes
-every rank's results as JSON; app/verify/precision.py compares them with the simulation.
+every rank's results as JSON; app/scenes/precision/check.py compares them with the simulation.
 """
 
 from __future__ import annotations

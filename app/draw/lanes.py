@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from app.sim.timeline import Span
 from app.draw.palette import text_on
-from app.draw.plot import human_time_us
+from app.draw.fmt import human_time_us
 
 KIND_COLOURS: dict[str, tuple[str, str]] = {
     # kind: (colour, legend text) — Okabe–Ito hues, compute blue, communication warm

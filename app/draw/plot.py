@@ -13,29 +13,6 @@ from dataclasses import dataclass
 from app.draw.palette import DASHES, SERIES
 
 
-def human_bytes(n: float) -> str:
-    """1024 → "1 KiB", 3·2²⁰ → "3 MiB" (binary units, as message sizes usually are)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if abs(n) < 1024 or unit == "EiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    raise AssertionError
-
-
-def exact_bytes(n: float) -> str:
-    """"1.69 MiB (1,771,520 B)": readable, and to the byte beside a measurement."""
-    return f"{human_bytes(n)} ({int(n):,} B)"
-
-
-def human_time_us(t: float) -> str:
-    """Microseconds in the unit that reads best: 12.3 µs, 4.56 ms, 1.23 s."""
-    if t < 1000:
-        return f"{t:.3g} µs"
-    if t < 1e6:
-        return f"{t / 1e3:.3g} ms"
-    return f"{t / 1e6:.3g} s"
-
-
 @dataclass(frozen=True)
 class Scale:
     lo: float

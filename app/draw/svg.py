@@ -8,6 +8,7 @@ strings takes a few. Only text content and free-form attributes are escaped.
 from __future__ import annotations
 
 from html import escape
+from app.draw.fmt import coord
 
 
 _NAMES: dict[str, str] = {}
@@ -44,23 +45,11 @@ def text(x: float, y: float, content: str, **values) -> str:
     return el("text", content, x=round(x, 1), y=round(y, 1), **values)
 
 
-# --- what every scene's deck writer (app/views/*_svg.py) shares --------------------------------
+# --- what every scene's deck writer (app/scenes/*/deck_svg.py) shares --------------------------------
 
 FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
 CAPTION_HEIGHT = 90          # room under a standalone deck for its caption
 SVG_NS = "http://www.w3.org/2000/svg"
-
-
-def num(x: float) -> str:
-    """A coordinate in as few characters as it needs (one decimal at most)."""
-    text = f"{x:.1f}"
-    return text[:-2] if text.endswith(".0") else text
-
-
-def num2(x: float) -> str:
-    """Two decimals at most, for what text is placed by: glyphs snap to whole pixels, and a
-    baseline rounded across a pixel's boundary would move them by one."""
-    return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
 def esc(content: str) -> str:
@@ -90,7 +79,7 @@ def deck_open(width: float, height: float, label: str, *, standalone: bool, styl
 
 def caption_texts(caption, top: float) -> list[str]:
     """A standalone deck's caption, a line each, under the drawing that ends at ``top``."""
-    return [f'<text class="ink" x="22" y="{num(top + 22 + k * 24)}" font-size="17">'
+    return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" font-size="17">'
             f'{esc(line)}</text>' for k, line in enumerate(caption)]
 
 

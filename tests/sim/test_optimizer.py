@@ -1,5 +1,5 @@
 """The optimizer simulation against torch.optim, against the textbook formulas in float64, and
-against ZeRO's Table 1; its check of a real run against reports that agree and that do not."""
+against ZeRO's Table 1."""
 
 from __future__ import annotations
 
@@ -16,7 +16,11 @@ from app.params import ParamsError, parse
 from app.sim.optimizer.params import OptimizerParams
 from app.sim.memory import model_states
 from app.sim.optimizer.simulate import SIMULATED, make_problem, simulate
-from app.scenes.optimizer.check import TOLERANCE, compare
+
+
+TOLERANCE = 1e-6
+"""fp32 arithmetic in a different order: relative to the largest value, as the real run's check
+(app/scenes/optimizer/check.py) allows."""
 
 
 def params(**query) -> OptimizerParams:
@@ -206,54 +210,3 @@ def test_any_accepted_input_is_finite(optimizer, precision, size, steps, lr, dec
         assert np.isfinite(snap.params).all() and math.isfinite(snap.loss)
         assert all(np.isfinite(v).all() for v in snap.states.values())
     json.dumps(trace.to_dict(), allow_nan=False)
-
-
-# --- the check of a real run ---------------------------------------------------------------
-
-def fake_report(p, trace, world: int, nudge: float = 0.0) -> dict:
-    """What workers/optimizer.py reports when torch.optim agrees exactly (``nudge``: an error
-    added to rank 1's parameters after the last step)."""
-    slices = np.array_split(np.arange(p.size), world)
-    k = model_states.optimizer_state_bytes(p.optimizer, p.precision)
-    ranks = []
-    for r, s in enumerate(slices):
-        lo, hi = int(s[0]), int(s[-1]) + 1
-        history = [{"params": snap.params[lo:hi].tolist(),
-                    "states": {n: v[lo:hi].tolist() for n, v in snap.states.items()}}
-                   for snap in trace.history[1:]]
-        if r == 1 and nudge:
-            history[-1]["params"][0] += nudge
-        ranks.append({"bounds": [lo, hi], "history": history, "state_bytes": int(k * (hi - lo)),
-                      "model_params": trace.history[-1].model_params.tolist()})
-    reference = [{"params": s.params.tolist(), "model_params": s.model_params.tolist(),
-                  "states": {n: v.tolist() for n, v in s.states.items()}}
-                 for s in trace.history[1:]]
-    return {"backend": "gloo", "world": world, "ranks": ranks, "reference": reference}
-
-
-@pytest.mark.parametrize("size,world", [(6, 4), (7, 4), (5, 3), (2, 2)])
-def test_check_passes_an_agreeing_report(size, world):
-    p = params(optimizer="adamw", precision="mixed", size=size, steps=3)
-    trace = simulate(p)
-    verdict = compare(p, trace, fake_report(p, trace, world))
-    assert verdict.passed, verdict.detail
-    assert verdict.max_abs_diff == 0
-    assert len(verdict.report["diff_table"]) == p.steps
-    assert len(verdict.report["diff_table"][0]) == world
-
-
-def test_check_fails_a_disagreeing_report():
-    p = params(optimizer="adam", precision="fp32", size=7, steps=2)
-    trace = simulate(p)
-    verdict = compare(p, trace, fake_report(p, trace, 4, nudge=1e-4))
-    assert not verdict.passed
-    assert verdict.report["diff_table"][-1][1] > TOLERANCE
-
-
-def test_check_fails_wrong_state_bytes():
-    p = params(optimizer="momentum", precision="fp32", size=4, steps=2)
-    trace = simulate(p)
-    report = fake_report(p, trace, 2)
-    report["ranks"][0]["state_bytes"] += 4
-    verdict = compare(p, trace, report)
-    assert not verdict.passed and "state bytes" in verdict.detail

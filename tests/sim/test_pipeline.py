@@ -368,7 +368,7 @@ JSON_CASES = [
 
 @pytest.mark.parametrize("query", JSON_CASES)
 def test_fast_json_equals_the_dicts(query):
-    """The fast writer (app/sim/pipeline_json.py) against plain dicts through json: the same
+    """The fast writer (app/sim/pipeline/to_json.py) against plain dicts through json: the same
     document, every number the same float."""
     trace = simulate(PipelineParams(**query))
     assert json.loads(trace.to_json()) == trace.to_dict()

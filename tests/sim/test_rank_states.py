@@ -1,18 +1,15 @@
-"""Per-GPU model states tensor by tensor (app/sim/rank_states.py) against independent counts,
-and the scaled-down copies the real run trains (app/verify/memory.py)."""
+"""Per-GPU model states tensor by tensor (app/sim/memory/rank_states.py) against independent counts."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from itertools import product
 
 import pytest
 
 from app.sim.memory.ledger import MemoryConfig, ledger
 from app.sim.models import PRESETS
 from app.sim.memory.rank_states import local_shapes, rank_states
-from app.scenes.memory.check import scaled_config
 
 
 def replicated(model) -> int:
@@ -62,25 +59,6 @@ def test_zero_shards_dimension_zero(zero, dp):
     assert states.grads == 2 * (shard if zero >= 2 else whole)
     assert states.optimizer == 12 * shard
     assert states.step_counters == 4 * len(shapes)
-
-
-@pytest.mark.parametrize("preset, tp, dp, pp, sp", [
-    (p, tp, dp, pp, sp) for p, tp, dp, pp, sp in product(
-        sorted(PRESETS), (1, 2, 8), (1, 2, 64), (1, 2, 8), (False, True))
-    if PRESETS[p].layers % pp == 0])
-def test_scaled_copy_shards_without_padding(preset, tp, dp, pp, sp):
-    """The CPU copy keeps the family and divides evenly, so measured bytes can match exactly."""
-    c = scaled_config(MemoryConfig(PRESETS[preset], tp=tp, dp=dp, pp=pp, zero=3,
-                                   sequence_parallel=sp))
-    m = c.model
-    assert m.family == PRESETS[preset].family
-    assert (m.kv_heads < m.heads) == (PRESETS[preset].kv_heads < PRESETS[preset].heads)
-    assert c.dp * c.tp <= 4 and c.pp <= 2 and m.layers == 2 * c.pp
-    for name, value in (("heads", m.heads), ("kv_heads", m.kv_heads), ("ffn", m.ffn),
-                        ("vocab", m.vocab), ("seq", m.seq if sp else c.tp)):
-        assert value % c.tp == 0, name
-    for shape in local_shapes(c, "first" if c.pp > 1 else "only"):
-        assert shape[0] % c.dp == 0, shape
 
 
 def test_an_undivided_vocabulary_is_padded():

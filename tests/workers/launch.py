@@ -1,4 +1,4 @@
-"""Running workers from tests: under torchrun as the job runner does (app/verify/jobs.py) —
+"""Running workers from tests: under torchrun as the job runner does (app/jobs/runner.py) —
 gloo, one thread per rank, the repository on the path, every process killed afterwards — and
 waiting for a runner's job to end.
 

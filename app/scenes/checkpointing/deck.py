@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from app.sim.checkpointing.simulate import CheckpointTrace, Timeline
 from app.draw.palette import DASHES, SERIES
-from app.draw.plot import Chart, Scale, human_bytes, human_time_us, line_chart, linear_ticks
+from app.draw.fmt import human_bytes, human_time_us
+from app.draw.plot import Chart, Scale, line_chart, linear_ticks
 
 WIDTH, HEIGHT = 1280, 720
 STRIP_LEFT, STRIP_RIGHT, STRIP_TOP, STRIP_H = 150.0, 1250.0, 84.0, 38.0

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from app.scenes.checkpointing.deck import STRIP_H, STRIP_TOP, CheckpointDeck, FrameView, LayerCell
 from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
 from app.draw.svg import esc as _e
-from app.draw.svg import num2 as _n
+from app.draw.fmt import coord2 as _n
 
 THIN = 6.0
 """cells narrower than this (long models) are drawn without their dashed outline"""

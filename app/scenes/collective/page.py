@@ -7,7 +7,9 @@ from functools import lru_cache
 
 from markupsafe import Markup
 
-from app.draw.plot import human_bytes, human_time_us, line_chart
+from app.draw.fmt import human_bytes, human_time_us
+
+from app.draw.plot import line_chart
 from app.scene import traced
 from app.scenes.collective import deck as view
 from app.scenes.collective import deck_svg as collective_svg

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from app.sim.memory.ledger import CATEGORIES, GiB, Item
 from app.draw.palette import ramp, text_on
-from app.draw.plot import human_bytes, linear_ticks
+from app.draw.fmt import human_bytes
+from app.draw.plot import linear_ticks
 
 WIDTH, HEIGHT = 1280, 720
 BAR_LEFT, BAR_RIGHT, BAR_TOP, BAR_BOTTOM = 100, 218, 84, 640

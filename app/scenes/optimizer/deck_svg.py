@@ -23,8 +23,8 @@ from app.templating import PAGE_COLOURS
 from app.scenes.optimizer.deck import FrameView, OptimizerDeck, RowCells
 from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
 from app.draw.svg import esc as _e
-from app.draw.svg import num as _n
-from app.draw.svg import num2 as _n2
+from app.draw.fmt import coord as _n
+from app.draw.fmt import coord2 as _n2
 
 CENTRE = 0.35
 """a number's baseline sits this many ems below the centre of its box (dy="0.35em")"""

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.sim.pipeline.simulate import PipelineTrace
-from app.sim.pipeline.captions import EPS, num
+from app.sim.pipeline.captions import EPS
+from app.draw.fmt import sig4
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.schedules import KINDS
 from app.scenes.pipeline import deck_layers as draw
@@ -121,10 +122,10 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
     for f in trace.frames[:last + 1]:
         marked = drawn and f.hi - f.lo <= 64
         header = "Before the first pass" if f.step == 0 else (
-            f"Done · t = {num(f.time)}" if f.phase == "done" else f"t = {num(f.time)} · {f.phase}")
+            f"Done · t = {sig4(f.time)}" if f.phase == "done" else f"t = {sig4(f.time)} · {f.phase}")
         layer = layers[f.step]
         cursor = x_of(f.time, makespan)
-        frames.append(FrameView(f.step, header, round(cursor, 1), f"t = {num(f.time)}",
+        frames.append(FrameView(f.step, header, round(cursor, 1), f"t = {sig4(f.time)}",
                                 round(min(max(cursor, LEFT + 40), RIGHT + 40), 1),
                                 0.0 if drawn else round(RIGHT - cursor, 1),
                                 tuple(passes[f.lo:f.hi]), layer["idle"], layer["memory"],
@@ -147,7 +148,7 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
              f"{p.microbatches} micro-batch{'es' if p.microbatches > 1 else ''}")
     note = "" if drawn else (f"{flat.ids.size:,} passes on {ranks} ranks: each lane shows, per "
                              f"slice of time, how much of it the rank spent on each kind of pass")
-    ticks = tuple((round(x_of(t, makespan), 1), num(t)) for t in linear_ticks(0, makespan, 8)
+    ticks = tuple((round(x_of(t, makespan), 1), sig4(t)) for t in linear_ticks(0, makespan, 8)
                   if t <= makespan + EPS)
     return Deck(WIDTH, HEIGHT, title, drawn, lanes, ticks, tuple(frames),
                 _legend(trace, drawn, mem_h > 0), note, "idle · peak" if lane_h >= 14 else "",

@@ -15,7 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.sim.pipeline.captions import EPS, num
+from app.sim.pipeline.captions import EPS
+from app.draw.fmt import sig4
 from app.sim.pipeline.schedules import KIND_NAMES, KINDS
 from app.draw.palette import mix, rank_colour, text_on
 
@@ -127,7 +128,7 @@ def blocks(trace, lane_y, band, makespan) -> list[Block]:
         label = (f"{stage}{short}" if chunks > 1 and len(short) + len(str(stage)) <= fits
                  else short if len(short) <= fits else "")
         title = (f"{stage}{short}: stage {stage} {KIND_NAMES[kind]}, micro-batch {mb} · "
-                 f"rank {rank} · t = {num(line.start[k])} → {num(line.end[k])}"
+                 f"rank {rank} · t = {sig4(line.start[k])} → {sig4(line.end[k])}"
                  if titled else "")
         deps = (f"{min(s, own)} {max(s, own)}" if s >= 0 and own >= 0 and s != own
                 else str(max(s, own)) if max(s, own) >= 0 else "")

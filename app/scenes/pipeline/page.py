@@ -13,7 +13,8 @@ from app.scene import traced
 from app.scenes.pipeline import deck as view
 from app.scenes.pipeline import deck_svg as pipeline_svg
 from app.scenes.pipeline.check import TORCH_CLASS
-from app.sim.pipeline.captions import MAX_FRAMES, num
+from app.sim.pipeline.captions import MAX_FRAMES
+from app.draw.fmt import sig4
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.params import PipelineParams
 from app.sim.pipeline.passes import Times, with_sends
@@ -103,7 +104,7 @@ def memory_chart(trace: PipelineTrace):
         ys.append(ys[-1])
         data.append((f"rank {r}", xs, ys))
     return line_chart(data, x_label="time", y_label="micro-batch-chunks held",
-                      title="Activations held over time", x_format=num)
+                      title="Activations held over time", x_format=sig4)
 
 
 def interleaved_memory(p: PipelineParams, trace: PipelineTrace) -> str:
@@ -112,9 +113,9 @@ def interleaved_memory(p: PipelineParams, trace: PipelineTrace) -> str:
         return ""
     factor = 1 + (p.stages - 1) / (p.stages * p.chunks)
     return (f"Rank 0 peaks at {trace.memory.peak[0]} chunks = "
-            f"{num(trace.memory.peak[0] / p.chunks)} micro-batches of its layers; 1F1B's rank 0 "
+            f"{sig4(trace.memory.peak[0] / p.chunks)} micro-batches of its layers; 1F1B's rank 0 "
             f"holds p = {p.stages}. Korthikanti et al. (2022) give the ratio as "
-            f"1 + (p − 1)/(p·v) = {num(factor)} (when m is large enough for the full warm-up).")
+            f"1 + (p − 1)/(p·v) = {sig4(factor)} (when m is large enough for the full warm-up).")
 
 
 def orders_preview(trace: PipelineTrace, ranks: int = 8, width: int = 40) -> list[tuple[int, str]]:

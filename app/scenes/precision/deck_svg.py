@@ -21,8 +21,8 @@ from markupsafe import Markup
 from app.scenes.precision.deck import (Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame,
                                  binade_label)
 from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
-from app.draw.svg import num as _n
-from app.draw.svg import num2 as _n2
+from app.draw.fmt import coord as _n
+from app.draw.fmt import coord2 as _n2
 
 BIT_H = 28
 

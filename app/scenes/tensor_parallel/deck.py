@@ -1,5 +1,5 @@
 """The tensor-parallel scene as drawable geometry: the block's data flow along the top, one lane
-per rank below, and one frame per step (app/views/tp_frames.py draws each).
+per rank below, and one frame per step (app/scenes/tensor_parallel/deck_frames.py draws each).
 
 The deck is layered for static/js/player.js: frame k's group covers the frames before it, so
 showing frames 0…k shows step k, and the standalone SVG of step k is its group alone. Every

@@ -1,6 +1,6 @@
 """One step of the tensor-parallel deck as geometry: the operands and result of a step on every
 rank's lane, a collective's band across the lanes, or a check of the gathered result against the
-unsharded one (app/views/tensor_parallel.py puts the frames together into the deck).
+unsharded one (app/scenes/tensor_parallel/deck.py puts the frames together into the deck).
 
 Every step works on different tensors, so each frame is a whole page that covers the one before
 (the player shows frames 0…k, k on top). All matrices of a frame share one cell size, chosen so

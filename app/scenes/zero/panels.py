@@ -8,7 +8,8 @@ import math
 from app.sim.memory import model_states
 from app.sim.zero.simulate import ZeroTrace
 from app.draw.lanes import lane_chart, lane_svg
-from app.draw.plot import human_bytes, line_chart
+from app.draw.fmt import human_bytes
+from app.draw.plot import line_chart
 
 GB = 1e9
 PARAM_COUNTS = [(125_000_000, "125 M"), (1_500_000_000, "1.5 B"),

@@ -158,7 +158,7 @@ def _moments(t: step_timeline.StepTimeline) -> tuple[Moment, ...]:
 
 
 def _caption(p, t: step_timeline.StepTimeline, moments, k: int) -> str:
-    from app.draw.plot import human_time_us
+    from app.draw.fmt import human_time_us
     m = moments[k]
     if k == 0:
         intro = {

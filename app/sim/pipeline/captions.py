@@ -14,6 +14,7 @@ import numpy as np
 
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.schedules import KIND_NAMES, Schedule, decode
+from app.draw.fmt import sig4
 
 MAX_FRAMES = 200
 """More moments than this and each frame covers a run of consecutive moments."""
@@ -31,12 +32,6 @@ class PipelineFrame:
     lo: int
     hi: int
     """the passes that start in this frame: ``trace.by_start[lo:hi]``"""
-
-
-def num(x: float) -> str:
-    """A time or size for captions: 3, 4.5, 0.3333."""
-    return f"{x:.4g}"
-
 
 
 def make_frames(p, schedule, flat, links, line, held, by_start, paper) -> list[PipelineFrame]:
@@ -78,13 +73,13 @@ def _intro(p, schedule: Schedule, title: str) -> str:
     split = ("; each backward is split into I (gradient for the inputs, which the previous stage "
              "waits for) and W (gradient for the weights, which nobody waits for)"
              if SCHEDULE_KINDS[p.schedule].splits_backward else "")
-    per_chunk = (f", so {num(p.t_f / v)} and {num((p.t_b + p.t_w) / v)} per chunk" if v > 1
+    per_chunk = (f", so {sig4(p.t_f / v)} and {sig4((p.t_b + p.t_w) / v)} per chunk" if v > 1
                  else "")
-    comm = (f" Every send between ranks takes t_comm = {num(p.t_comm)}." if p.t_comm
+    comm = (f" Every send between ranks takes t_comm = {sig4(p.t_comm)}." if p.t_comm
             else " Sends between ranks are free (t_comm = 0), as in the papers' formulas.")
     return (f"Before: {title} on {p.stages} rank{'s' if p.stages > 1 else ''} with "
             f"{p.microbatches} micro-batch{'es' if p.microbatches > 1 else ''}; {where}{split}. "
-            f"A forward takes t_f = {num(p.t_f)}, a backward t_b + t_w = {num(p.t_b + p.t_w)} "
+            f"A forward takes t_f = {sig4(p.t_f)}, a backward t_b + t_w = {sig4(p.t_b + p.t_w)} "
             f"for a rank's layers{per_chunk}.{comm}")
 
 
@@ -141,14 +136,14 @@ class _Context:
         if k in self.first_of_kind:
             what += " — W waits for no other rank, so it can fill time that would be idle"
         if wait > EPS:
-            idle = (f"its first pass, at t = {num(self._start(k))}" if first
-                    else f"after {num(wait)} idle")
+            idle = (f"its first pass, at t = {sig4(self._start(k))}" if first
+                    else f"after {sig4(wait)} idle")
             if src >= 0 and self._remote(k):
                 data = "activation" if kind == 0 else "gradient"
                 comm = ", + t_comm" if self.p.t_comm else ""
                 return (f"{what}, {idle}: it waited for the {data} from rank "
                         f"{self._rank(src)} ({self.name(src)} ended at "
-                        f"{num(self._end(src))}{comm})")
+                        f"{sig4(self._end(src))}{comm})")
             return f"{what}, {idle}"
         if first:
             return what
@@ -162,11 +157,11 @@ class _Context:
             more = starting.size - 3
             parts.append(f"and {more:,} more pass{'es' if more > 1 else ''} start"
                          f"{'' if t0 == t else ' in this stretch'}")
-        when = f"t = {num(t)}" if t0 == t else f"t = {num(t0)} … {num(t)}"
+        when = f"t = {sig4(t)}" if t0 == t else f"t = {sig4(t0)} … {sig4(t)}"
         text = f"{when}: " + "; ".join(parts) + "."
         idle = ranks - self.busy[j]
         if idle:
-            text += f" {idle} of {ranks} rank{'s' if ranks > 1 else ''} idle at t = {num(t)} (bubble)."
+            text += f" {idle} of {ranks} rank{'s' if ranks > 1 else ''} idle at t = {sig4(t)} (bubble)."
         if ranks <= 8:
             text += (" Activations held: " + " · ".join(f"r{r} {h}" for r, h in
                                                         enumerate(self.held_at[:, j].tolist()))
@@ -180,8 +175,8 @@ class _Context:
     def summary(self, title: str, paper) -> str:
         p, line = self.p, self.line
         per_rank = p.microbatches * (p.t_f + p.t_b + p.t_w)
-        text = (f"Done at t = {num(line.makespan)}. Every rank computed "
-                f"m·(t_f + t_b + t_w) = {num(per_rank)}; the rest of p × makespan is bubble: "
+        text = (f"Done at t = {sig4(line.makespan)}. Every rank computed "
+                f"m·(t_f + t_b + t_w) = {sig4(per_rank)}; the rest of p × makespan is bubble: "
                 f"{line.bubble_fraction:.1%} of all rank-time. Peak activations: rank 0 holds "
                 f"{self.held.peak[0]} micro-batch-chunk{'s' if self.held.peak[0] != 1 else ''}"
                 f"{f', rank {p.stages - 1} {self.held.peak[-1]}' if p.stages > 1 else ''}.")

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import orjson
 
-from app.sim.pipeline.captions import PipelineFrame, make_frames, num
+from app.sim.pipeline.captions import PipelineFrame, make_frames
+from app.draw.fmt import sig4
 from app.sim.pipeline.to_json import trace_json
 from app.sim.pipeline.passes import (Flat, Links, Memory, Timeline, Times, communication,
                                      memory, timeline, validate)
@@ -69,8 +70,8 @@ def formula(p: PipelineParams) -> Formula | None:
         idle = (s - 1) * (p.t_f + p.t_b - p.t_w)
         busy = m * (p.t_f + p.t_b + p.t_w)
         return Formula("(p − 1)(t_f + t_b − t_w) idle per rank",
-                       f"({s} − 1)({num(p.t_f)} + {num(p.t_b)} − {num(p.t_w)}) = {num(idle)} "
-                       f"of {num(idle + busy)}",
+                       f"({s} − 1)({sig4(p.t_f)} + {sig4(p.t_b)} − {sig4(p.t_w)}) = {sig4(idle)} "
+                       f"of {sig4(idle + busy)}",
                        idle / (idle + busy) if idle + busy > 0 else 0.0,
                        free and m >= s and p.t_w <= min(p.t_f, p.t_b),
                        "t_comm = 0, m ≥ p and t_w ≤ t_f, t_b",

@@ -1,5 +1,5 @@
 """The column-parallel and row-parallel linear layers as stand-alone blocks, forward and
-backward, each ending in a check against the unsharded computation (app/sim/tp_reference.py).
+backward, each ending in a check against the unsharded computation (app/sim/tensor_parallel/reference.py).
 
 Column: Y = X·W (h → f), gathered on every rank as Megatron's ``ColumnParallelLinear`` does with
 its default ``gather_output=True``; with sequence parallelism Megatron forbids gathering the

@@ -23,7 +23,8 @@ from app.sim.tensor_parallel.blocks import grads_caption
 from app.sim.tensor_parallel.inputs import BlockInputs
 from app.sim.tensor_parallel.linear import column_backward, column_forward, sum_partials
 from app.sim.tensor_parallel.ops import all_gather, all_reduce, split
-from app.sim.tensor_parallel.program import (BlockResult, FlowNode, Recorder, Step, compare, dims, num,
+from app.draw.fmt import caption_number
+from app.sim.tensor_parallel.program import (BlockResult, FlowNode, Recorder, Step, compare, dims,
                                 sum_text)
 from app.sim.tensor_parallel.reference import Reference
 
@@ -89,8 +90,8 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
     rec.collective("all_reduce", "forward", "loss", "m = maxᵣ mᵣ",
                    f"Softmax needs each token's largest logit over the whole vocabulary; each rank "
                    f"knows the largest of its {per}, and an all-reduce with max combines them: "
-                   f"token 0: max({', '.join(num(m[0, 0]) for m in local_max[:4])}"
-                   f"{', …' if tp > 4 else ''}) = {num(row_max[0, 0])}.",
+                   f"token 0: max({', '.join(caption_number(m[0, 0]) for m in local_max[:4])}"
+                   f"{', …' if tp > 4 else ''}) = {caption_number(row_max[0, 0])}.",
                    rec.sharded("mᵣ", local_max, "its largest logit"),
                    rec.summed("m", row_max, "largest over every rank"), n, "max",
                    purpose="the largest logit of each token")
@@ -120,9 +121,9 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
     losses = np.log(sum_exp) - target_logit                    # (n, 1)
     rec.compute("forward", "loss", "cross-entropy", "lossᵢ = log Sᵢ − zₜ,ᵢ",
                 f"Every rank now computes the loss of every token — {n} numbers instead of "
-                f"gathering {n} × {vocab} logits. Token 0: log {num(sum_exp[0, 0])} − "
-                f"({num(target_logit[0, 0])}) = {num(losses[0, 0])}; mean over tokens "
-                f"{num(losses.mean())}.",
+                f"gathering {n} × {vocab} logits. Token 0: log {caption_number(sum_exp[0, 0])} − "
+                f"({caption_number(target_logit[0, 0])}) = {caption_number(losses[0, 0])}; mean over tokens "
+                f"{caption_number(losses.mean())}.",
                 (rec.summed("S", sum_exp), rec.summed("zₜ", target_logit)),
                 ("log · −", "="), rec.summed("loss", losses))
     logits_op = rec.gathered("Logits", logit_parts, 1, "every rank's vocabulary columns")
@@ -144,7 +145,7 @@ def embedding_block(inp: BlockInputs, tp: int, sp: bool, ref: Reference) -> Bloc
     rec.compute("backward", "loss", "softmax − one-hot", "dLogitsᵣ = (softmaxᵣ − onehotᵣ) / n",
                 f"The loss's gradient needs nothing more from the other ranks: each has m and S, "
                 f"so its softmax columns follow, minus 1 at the target (on the owning rank). "
-                f"Rank 0, token 0: {num(d_logit_parts[0][0, 0])}.",
+                f"Rank 0, token 0: {caption_number(d_logit_parts[0][0, 0])}.",
                 (rec.sharded("Logitsᵣ", logit_parts),), ("softmax − onehot →",),
                 rec.sharded("dLogitsᵣ", d_logit_parts, "its vocabulary columns"))
     h_kept = rec.sharded("Hᵣ", h_rows, "its rows") if sp else h_op

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from app.draw.fmt import caption_number
 
 REPLICATED = -1
 """the same value on every rank (an input every rank holds, or a replicated computation)"""
@@ -176,14 +177,6 @@ def compare(name: str, sharded: Operand, reference: np.ndarray) -> Comparison:
 
 # --- words and numbers for captions ---------------------------------------------------------
 
-def num(value: float) -> str:
-    """A number as a caption shows it: integers plainly, others with up to 3 significant
-    digits; a true minus sign."""
-    value = float(value)
-    text = str(int(round(value))) if abs(value - round(value)) < 1e-9 else f"{value:.3g}"
-    return text.replace("-", "−")
-
-
 def dims(array: np.ndarray) -> str:
     return " × ".join(str(d) for d in array.shape)
 
@@ -191,19 +184,19 @@ def dims(array: np.ndarray) -> str:
 def dot_text(row: np.ndarray, column: np.ndarray, most: int = 3) -> str:
     """"2·(−1) + 0·3 + … = 7": a dot product spelled out with its first terms."""
     def factor(v: float) -> str:
-        text = num(v)
+        text = caption_number(v)
         return f"({text})" if text.startswith("−") else text
     terms = [f"{factor(a)}·{factor(b)}" for a, b in zip(row[:most], column[:most])]
     more = " + …" if len(row) > most else ""
-    return " + ".join(terms) + more + f" = {num(float(row @ column))}"
+    return " + ".join(terms) + more + f" = {caption_number(float(row @ column))}"
 
 
 def sum_text(values: list[float], most: int = 4) -> str:
     """"3 + (−5) + 1 = −1": one element of an all-reduce, rank by rank."""
-    shown = [num(v) if k == 0 or not num(v).startswith("−") else f"({num(v)})"
+    shown = [caption_number(v) if k == 0 or not caption_number(v).startswith("−") else f"({caption_number(v)})"
              for k, v in enumerate(values[:most])]
     more = " + …" if len(values) > most else ""
-    return " + ".join(shown) + more + f" = {num(sum(values))}"
+    return " + ".join(shown) + more + f" = {caption_number(sum(values))}"
 
 
 @dataclass(frozen=True)

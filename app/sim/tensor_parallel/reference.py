@@ -1,5 +1,5 @@
 """Each block computed on one device, without any sharding: the numbers the tensor-parallel
-result must equal. Forward and backward with the same numpy operations (app/sim/tp_ops.py), on
+result must equal. Forward and backward with the same numpy operations (app/sim/tensor_parallel/ops.py), on
 whole tensors; the tests check these against torch's autograd."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ traffic, 2(t−1)/t · S per rank — and backward adds one all-gather per colum
 (attention's and the MLP's), because only the sequence shard of the input was kept. The list
 is exactly what the simulated blocks call (tests/sim/test_tp_scale.py checks it against them).
 
-Time: the α–β model of app/sim/collective_cost.py on the ring schedules, the tensor-parallel
+Time: the α–β model of app/sim/collectives/cost.py on the ring schedules, the tensor-parallel
 group inside one NVLink node, or spread one GPU per node over InfiniBand. Compute: the layer's
 forward FLOPs from app/sim/flops.py (24·s·b·h²(1 + s/(6h)) for GPT-3), backward twice that,
 split t ways, at the sustained throughput given.

@@ -26,7 +26,8 @@ from app.sim.tensor_parallel.linear import column_backward, column_forward, row_
 from app.sim.tensor_parallel.ops import (all_reduce, attention_heads, attention_heads_backward, concat_heads,
                             gelu, gelu_grad, layer_norm, layer_norm_backward, merge_heads, split,
                             split_heads, unconcat_heads)
-from app.sim.tensor_parallel.program import BlockResult, FlowNode, Recorder, Step, compare, dims, num
+from app.draw.fmt import caption_number
+from app.sim.tensor_parallel.program import BlockResult, FlowNode, Recorder, Step, compare, dims
 from app.sim.tensor_parallel.reference import Reference
 
 
@@ -73,7 +74,7 @@ class MlpCore:
         rec.compute("forward", "act", "GeLU", "Hᵣ = GeLU(Pᵣ)",
                     f"GeLU works element by element, so each rank applies it to its own columns "
                     f"with no communication — the reason A is split by columns, not rows. "
-                    f"GeLU({num(p_parts[0][0, 0])}) = {num(self.h_parts[0][0, 0])}.",
+                    f"GeLU({caption_number(p_parts[0][0, 0])}) = {caption_number(self.h_parts[0][0, 0])}.",
                     (rec.sharded("Pᵣ", p_parts),), ("GeLU →",), rec.sharded("Hᵣ", self.h_parts))
         return row_forward(rec, self.h_parts, self.b_parts, sp, names=("H", "B", "Z"),
                            flows=("row", "exit"))
@@ -85,8 +86,8 @@ class MlpCore:
         rec.compute("backward", "act", "GeLU backward", "dPᵣ = dHᵣ ⊙ GeLU′(Pᵣ)",
                     f"Through GeLU element by element, each rank on its own {dims(dh_parts[0])} "
                     f"columns: no communication. Rank 0's first element: "
-                    f"{num(dh_parts[0][0, 0])} × GeLU′({num(self.p_parts[0][0, 0])}) = "
-                    f"{num(dp_parts[0][0, 0])}.", (rec.sharded("dHᵣ", dh_parts), rec.sharded(
+                    f"{caption_number(dh_parts[0][0, 0])} × GeLU′({caption_number(self.p_parts[0][0, 0])}) = "
+                    f"{caption_number(dp_parts[0][0, 0])}.", (rec.sharded("dHᵣ", dh_parts), rec.sharded(
                         "GeLU′(Pᵣ)", [gelu_grad(p) for p in self.p_parts])), ("⊙", "="),
                     rec.sharded("dPᵣ", dp_parts))
         dnorm, da_parts = column_backward(rec, self.norm_used, norm_kept, dp_parts, self.a_parts,
@@ -131,7 +132,7 @@ class AttentionCore:
                     f"probabilities (causal: token i sees tokens 0…i) without talking to the "
                     f"others — heads are independent. " + (
                         f"Rank 0, head 0, token 1 attends to tokens 0 and 1 with "
-                        f"{num(probs[0][0, 1, 0])} and {num(probs[0][0, 1, 1])}." if n > 1 else
+                        f"{caption_number(probs[0][0, 1, 0])} and {caption_number(probs[0][0, 1, 1])}." if n > 1 else
                         f"With {n} token, it attends only to itself: probability 1."),
                     (rec.sharded("QKVᵣ", qkv_parts, "its heads"),), ("softmax(QKᵀ/√d) →",),
                     rec.sharded("Pᵣ", probs, f"{hr} head{'s' if hr > 1 else ''}"))
@@ -207,11 +208,11 @@ def sublayer_block(inp: BlockInputs, tp: int, sp: bool, heads: int,
                else rec.replicated("M", mask, "dropout mask"))
     rec.compute("forward", "drop", "dropout + residual",
                 "Outᵣ = Xᵣ + Mᵣ ⊙ Zᵣ" if sp else "Out = X + M ⊙ Z",
-                f"Dropout (p = 0.1: M is 0 or 1/0.9 = {num(1 / 0.9)}) and the residual "
+                f"Dropout (p = 0.1: M is 0 or 1/0.9 = {caption_number(1 / 0.9)}) and the residual "
                 + ("on each rank's rows only." if sp else
                    f"on every rank in full, again repeated {tp} times.") +
-                f" Out[0, 0] = {num(x[0, 0])} + {num(mask[0, 0])} × {num(z_rows[0][0, 0])} = "
-                f"{num(out_parts[0][0, 0])}.",
+                f" Out[0, 0] = {caption_number(x[0, 0])} + {caption_number(mask[0, 0])} × {caption_number(z_rows[0][0, 0])} = "
+                f"{caption_number(out_parts[0][0, 0])}.",
                 (z_op, mask_op), ("⊙", "+ X ="), out_op)
     out_gathered = (rec.gathered("Out", out_parts, 0, "every rank's rows") if sp
                     else rec.replicated("Out", out_parts[0]))
@@ -243,7 +244,7 @@ def sublayer_block(inp: BlockInputs, tp: int, sp: bool, heads: int,
                 "dXᵣ = LayerNorm′(dLᵣ) + dOutᵣ" if sp else "dX = LayerNorm′(dL) + dOut",
                 "Back through LayerNorm" + (f" on each rank's {n // tp} rows" if sp
                                             else f" on every rank, all {n} rows")
-                + f", plus the residual's gradient: dX[0, 0] = {num(dx_parts[0][0, 0])}. "
+                + f", plus the residual's gradient: dX[0, 0] = {caption_number(dx_parts[0][0, 0])}. "
                 + ("γ and β saw only this rank's rows, so each rank's dγ, dβ are partial sums."
                    if sp and tp > 1 else "Every rank computes the same dγ, dβ."),
                 (rec.sharded("dLᵣ", dnorm_rows, "its rows") if sp
