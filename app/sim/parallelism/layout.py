@@ -176,7 +176,7 @@ def pp_mismatch(params) -> str | None:
     dense, expert = layout.dense.groups("pp"), layout.expert.groups("pp")
     if dense == expert:
         return None
-    return (f'order "{params.order}" puts pp before dp/cp/ep, so the expert layout '
-            f"(dp' = dp·cp/ep = {layout.expert_sizes()['edp']}) gives pipeline groups "
-            f"{list(expert[0])}… and the dense one {list(dense[0])}…; Megatron-LM requires them "
-            f"equal — put pp last, or make ep = cp·… so dp' = dp")
+    return (f'order "{params.order}" gives the expert layers (ep {layout.size["ep"]} · dp\' '
+            f"{layout.expert_sizes()['edp']}) pipeline groups {list(expert[0])}… but the dense "
+            f"layers {list(dense[0])}…; Megatron-LM requires the same stages for both — put pp "
+            f"last")
