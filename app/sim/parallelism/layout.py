@@ -98,19 +98,21 @@ class Layout:
     # -- groups and coordinates --------------------------------------------------------------
 
     @cached_property
-    def _groups(self) -> dict[str, tuple[tuple[int, ...], ...]]:
-        out = {axis: tuple(self.dense.groups(axis)) for axis in DENSE_AXES}
-        out.update({axis: tuple(self.expert.groups(axis)) for axis in EXPERT_AXES})
+    def _arrays(self) -> dict[str, np.ndarray]:
+        """(groups, group size) rank arrays of every kind, rows sorted by first rank."""
+        out = {axis: lines(self.dense, (axis,)) for axis in DENSE_AXES}
+        out.update({axis: lines(self.expert, (axis,)) for axis in EXPERT_AXES})
         out["dp_cp"] = lines(self.dense, ("dp", "cp"))
         return out
 
     def groups(self, kind: str) -> tuple[tuple[int, ...], ...]:
         """Every group of ``kind`` (one of :data:`GROUP_KINDS`), sorted by first rank, each in
         ascending rank order — Megatron's ``get_ranks(kind)`` order."""
-        return self._groups[kind]
+        return tuple(map(tuple, self._arrays[kind].tolist()))
 
     def group_of(self, rank: int, kind: str) -> tuple[int, ...]:
-        return next(g for g in self._groups[kind] if rank in g)
+        array = self._arrays[kind]
+        return tuple(array[(array == rank).any(axis=1)][0].tolist())
 
     @cached_property
     def _coords(self) -> np.ndarray:
@@ -140,7 +142,8 @@ class Layout:
 
     def crosses_nodes(self, kind: str) -> bool:
         """Whether any group of ``kind`` spans more than one node."""
-        return any(self.node_span(g) > 1 for g in self._groups[kind])
+        nodes = self._arrays[kind] // self.gpus_per_node       # (groups, size)
+        return bool((nodes.max(axis=1) != nodes.min(axis=1)).any())
 
     # -- torch's view of the same layout -----------------------------------------------------
 
@@ -159,22 +162,22 @@ def axis_index(mesh: Mesh, axis: str) -> np.ndarray:
     return grid.reshape(-1)                                     # rank order: C order of sizes
 
 
-def lines(mesh: Mesh, axes: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+def lines(mesh: Mesh, axes: tuple[str, ...]) -> np.ndarray:
     """Groups spanning several axes at once (Megatron's ``get_ranks("dp-cp")``): the other axes
     fixed, the ranks of the named ones in ascending order."""
     positions = sorted(mesh.axes.index(a) for a in axes)       # keep outer→inner order
     rest = [i for i in range(len(mesh.axes)) if i not in positions]
     moved = np.transpose(mesh.ranks, rest + positions)          # (..others, ..named)
     size = int(np.prod([mesh.sizes[i] for i in positions]))
-    return tuple(tuple(int(r) for r in row) for row in moved.reshape(-1, size))
+    return moved.reshape(-1, size)                              # (groups, size)
 
 
 def pp_mismatch(params) -> str | None:
     """Megatron-LM asserts that the dense and expert generators give the same pipeline groups
     (a stage must hold the same layers for both); None when they do, else why not."""
     layout = Layout.of(params)
-    dense, expert = layout.dense.groups("pp"), layout.expert.groups("pp")
-    if dense == expert:
+    dense, expert = layout.groups("pp"), layout.expert.groups("pp")
+    if list(dense) == expert:
         return None
     return (f'order "{params.order}" gives the expert layers (ep {layout.size["ep"]} · dp\' '
             f"{layout.expert_sizes()['edp']}) pipeline groups {list(expert[0])}… but the dense "
