@@ -8,6 +8,8 @@ MASTER_ADDR / MASTER_PORT (where ``init_process_group`` meets the others). With
 ``--rdzv-backend c10d`` the nodes meet at ``--rdzv-endpoint`` and the rendezvous numbers them;
 ``--node-rank`` fixes the numbering for the static rendezvous (``--master-addr``/``--master-port``)
 and documents which machine is which. Each process then uses GPU ``cuda:LOCAL_RANK``.
+The MASTER_ADDR / MASTER_PORT shown are the head node and the rendezvous port; under c10d
+torchrun sets them to the store it actually started (the first node, possibly another port).
 """
 
 from __future__ import annotations
