@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import os
 
-from common import arguments, finish, gather, run_config, start  # noqa: I001 (workers/ on path)
-
 import torch
 import torch.distributed as dist
+from common import arguments, finish, gather, run_config, start
 from torch.distributed.device_mesh import init_device_mesh
 
 from app.sim.parallelism.layout import DENSE_AXES, EXPERT_AXES, GROUP_KINDS, Layout

@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from app.sim.parallelism import ParallelismParams, simulate
-from app.sim.parallelism.ddp_script import SCRIPT, steps as ddp_steps
+from app.sim.parallelism.ddp_script import SCRIPT
+from app.sim.parallelism.ddp_script import steps as ddp_steps
 from app.sim.parallelism.layout import GROUP_KINDS, Layout
 from app.sim.parallelism.torchrun import processes
 from app.sim.parallelism.traffic import flows, order_loads
@@ -227,7 +228,7 @@ def test_torchrun_env_and_lines():
 def test_ddp_script_lines_are_the_worker_s():
     text = SCRIPT.read_text()
     found = ddp_steps(4, 4)
-    assert [s.phase for s in found][0] == "env" and found[-1].phase == "destroy"
+    assert next(s.phase for s in found) == "env" and found[-1].phase == "destroy"
     for step in found:
         for line in step.code:
             assert line.strip() in text

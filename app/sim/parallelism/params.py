@@ -13,8 +13,20 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from app.params import (Dp, GpusPerNode, InterNodeGBs, IntraNodeGBs, Invalid, MicroBatch,
-                        Microbatches, ModelPreset, Pp, SceneParams, Seq, Tp)
+from app.params import (
+    Dp,
+    GpusPerNode,
+    InterNodeGBs,
+    IntraNodeGBs,
+    Invalid,
+    MicroBatch,
+    Microbatches,
+    ModelPreset,
+    Pp,
+    SceneParams,
+    Seq,
+    Tp,
+)
 
 AXES: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """The five parallel axes (Megatron-LM's names)."""
@@ -94,7 +106,9 @@ class ParallelismParams(SceneParams):
                                            f"number of processes on every node")
         if self.seq % self.cp:
             raise Invalid("seq", f"seq ({self.seq}) must be divisible by cp ({self.cp})")
-        from app.sim.parallelism.layout import pp_mismatch  # the layout checks its own meshes
+        from app.sim.parallelism.layout import (
+            pp_mismatch,  # the layout checks its own meshes
+        )
         problem = pp_mismatch(self)
         if problem:
             raise Invalid("order", problem)

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.parallelism.ddp_script import DdpStep, steps as ddp_steps
+from app.sim.parallelism.ddp_script import DdpStep
+from app.sim.parallelism.ddp_script import steps as ddp_steps
 from app.sim.parallelism.layout import GROUP_KINDS, Layout
 from app.sim.parallelism.strategies import Strategy, strategies
 from app.sim.parallelism.torchrun import Launch, launch
-from app.sim.parallelism.traffic import Flow, OrderLoad, flows, order_loads, why_tp_first
+from app.sim.parallelism.traffic import (
+    Flow,
+    OrderLoad,
+    flows,
+    order_loads,
+    why_tp_first,
+)
 
 AXIS_WORDS = {"tp": "tensor-parallel", "cp": "context-parallel", "ep": "expert-parallel",
               "dp": "data-parallel", "pp": "pipeline"}
@@ -86,11 +93,11 @@ def frames(params, layout: Layout, fs, orders, why: str, run: Launch) -> tuple[M
     shape, names = layout.torch_mesh()
     captions: list[tuple[str, str, str | None]] = []
     # 1. the mesh
-    captions.append(("mesh", f"{layout.world} ranks = tp {size['tp']} × cp {size['cp']} × dp "
+    captions.append(("mesh", (f"{layout.world} ranks = tp {size['tp']} × cp {size['cp']} × dp "
                              f"{size['dp']} × pp {size['pp']}, numbered in the order "
                              f"{params.order}: the first axis varies fastest. torch writes the "
                              f"same mesh as shape {tuple(shape)} over {names} (its last "
-                             f"dimension varies fastest).", None))
+                             f"dimension varies fastest)."), None))
     # 2. each axis's groups, in the order's sequence
     for axis in params.order.split("-"):
         groups = layout.groups(axis)
@@ -117,10 +124,10 @@ def frames(params, layout: Layout, fs, orders, why: str, run: Launch) -> tuple[M
     # 4. traffic, one group kind at a time
     for f in fs:
         gbs = params.inter_node_gbs if f.link == "infiniband" else params.intra_node_gbs
-        captions.append(("traffic", f"{f.group} ({f.collective}) sends "
+        captions.append(("traffic", (f"{f.group} ({f.collective}) sends "
                                     f"{f.bytes_per_step / 1e9:.3g} GB per rank per step over "
                                     f"{f.link} ({gbs:g} GB/s → "
-                                    f"{f.bytes_per_step / (gbs * 1e9) * 1e3:.3g} ms): {f.what}.",
+                                    f"{f.bytes_per_step / (gbs * 1e9) * 1e3:.3g} ms): {f.what}."),
                          f.over))
     # 5. the order decides what crosses nodes
     valid = [o for o in orders if o.valid]

@@ -25,8 +25,8 @@ SCRIPT = "train.py"
 
 NCCL_ENV: tuple[tuple[str, str, str], ...] = (
     ("NCCL_DEBUG", "INFO", "prints the transports NCCL picked (NVLink P2P, IB) and every ring"),
-    ("NCCL_SOCKET_IFNAME", "eth0", "the network interface for NCCL's bootstrap and socket "
-                                   "traffic (not docker0 or lo)"),
+    ("NCCL_SOCKET_IFNAME", "eth0", ("the network interface for NCCL's bootstrap and socket "
+                                   "traffic (not docker0 or lo)")),
     ("NCCL_IB_HCA", "mlx5", "which InfiniBand adapters NCCL may use between nodes"),
 )
 
@@ -93,7 +93,7 @@ def new_group_lines(layout: Layout, most: int = 16) -> tuple[str, ...]:
         groups = [list(g) for g in layout.groups(kind)]
         shown = repr(groups[:most])[:-1] + (", …]" if len(groups) > most else "]")
         lines.append(f"for ranks in {shown}:  # {len(groups)} {kind} groups of {len(groups[0])}")
-        lines.append(f"    group = dist.new_group(ranks)")
+        lines.append("    group = dist.new_group(ranks)")
         lines.append(f"    if rank in ranks: {kind}_group = group")
     return tuple(lines)
 

@@ -104,7 +104,7 @@ def flows(params, layout: Layout | None = None) -> tuple[Flow, ...]:
     def add(group: str, over: str, size: int, collective: str, nbytes: float, what: str):
         if size > 1:
             crosses = layout.crosses_nodes(over)
-            out.append(Flow(group, over, collective, int(round(nbytes)), crosses,
+            out.append(Flow(group, over, collective, round(nbytes), crosses,
                             "infiniband" if crosses else "nvlink", size, what))
 
     sp = params.sequence_parallel
