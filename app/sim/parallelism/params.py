@@ -1,0 +1,115 @@
+"""The parameters of ``/parallelism`` (chapters 1 and 11): a 5D layout and what its traffic is.
+
+World = tp · cp · dp · pp. Expert parallelism is *carved out of* dp · cp, as Megatron-LM does
+(``megatron/core/parallel_state.py``, ``initialize_model_parallel``): the expert layers see the
+same ranks as an ``tp · ep · dp' · pp`` mesh with ``cp · dp = ep · dp'``, laid out in the same
+``order`` with cp of size 1. ``order`` names the five axes fastest-varying first
+(``tp-cp-ep-dp-pp``: consecutive ranks differ in their tp coordinate).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from app.params import (
+    Dp,
+    GpusPerNode,
+    InterNodeGBs,
+    IntraNodeGBs,
+    Invalid,
+    MicroBatch,
+    Microbatches,
+    ModelPreset,
+    Pp,
+    SceneParams,
+    Seq,
+    Tp,
+)
+
+AXES: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
+"""The five parallel axes (Megatron-LM's names)."""
+
+MAX_WORLD = 4096
+"""Bound on tp·cp·dp·pp for the page: 4096 ranks keep every group list (5 × 4096 numbers) and
+the per-rank table small enough to answer well under half a second."""
+
+Cp = Annotated[int, Field(ge=1, le=64, description="context-parallel size (splits the sequence)")]
+Ep = Annotated[int, Field(ge=1, le=256, description="expert-parallel size (carved out of dp·cp)")]
+Experts = Annotated[int, Field(ge=1, le=256,
+                               description="experts per MoE layer (1: a dense model)")]
+TopK = Annotated[int, Field(ge=1, le=8, description="experts each token is routed to")]
+Order = Annotated[str, Field(min_length=14, max_length=14, pattern=r"^[a-z]{2}(-[a-z]{2}){4}$",
+                             description="the five axes tp, cp, ep, dp, pp joined by '-', "
+                                         "fastest-varying first")]
+
+
+class ParallelismParams(SceneParams):
+    tp: Tp = 2                         # tensor-parallel size: splits every weight matrix
+    cp: Cp = 1                         # context-parallel size: splits the sequence
+    dp: Dp = 2                         # data-parallel size (replicas, CP ranks not counted)
+    pp: Pp = 2                         # pipeline stages: splits the layers
+    ep: Ep = 2                         # expert-parallel size, carved out of dp·cp
+    gpus_per_node: GpusPerNode = 4     # GPUs in one node: ranks r // gpus_per_node share a node
+    order: Order = "tp-cp-ep-dp-pp"    # Megatron-LM's rank order, fastest-varying axis first
+    model: ModelPreset = "llama3-8b"   # the model whose traffic the panel counts
+    experts: Experts = 8               # experts per MoE layer (each the preset's MLP); 1: dense
+    top_k: TopK = 2                    # experts per token: what the EP all-to-all carries
+    seq: Seq = 4096                    # tokens of one sequence
+    micro_batch: MicroBatch = 1        # sequences in one micro-batch
+    microbatches: Microbatches = 8     # micro-batches per step (activations move once each)
+    sequence_parallel: bool = True     # Megatron's SP: TP all-reduce → all-gather + reduce-scatter
+    intra_node_gbs: IntraNodeGBs = 450.0   # NVLink per GPU (H100 ≈ 450 GB/s each way)
+    inter_node_gbs: InterNodeGBs = 50.0    # InfiniBand per GPU (400 Gb/s ≈ 50 GB/s)
+
+    @property
+    def world(self) -> int:
+        return self.tp * self.cp * self.dp * self.pp
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """``order`` split into axis names, fastest first."""
+        return tuple(self.order.split("-"))
+
+    @property
+    def expert_dp(self) -> int:
+        """dp': the data-parallel size of the expert layers, dp·cp / ep."""
+        return self.dp * self.cp // self.ep
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ParallelismParams:
+        names = self.names
+        repeated = [n for n in AXES if names.count(n) > 1]
+        unknown = [n for n in names if n not in AXES]
+        missing = [n for n in AXES if n not in names]
+        if repeated or unknown or missing:
+            parts = ([f"repeats {', '.join(repeated)}"] if repeated else []) + \
+                    ([f"has unknown {', '.join(unknown)}"] if unknown else []) + \
+                    ([f"misses {', '.join(missing)}"] if missing else [])
+            raise Invalid("order", f'order "{self.order}" {" and ".join(parts)}: name each of '
+                                   f'{", ".join(AXES)} once, fastest-varying first')
+        if self.world > MAX_WORLD:
+            raise Invalid("dp", f"world = tp·cp·dp·pp = {self.tp}·{self.cp}·{self.dp}·{self.pp}"
+                                f" = {self.world:,} must be at most {MAX_WORLD:,} ranks on this "
+                                f"page — use dp ≤ {max(1, MAX_WORLD // (self.tp * self.cp * self.pp))}")
+        if (self.dp * self.cp) % self.ep:
+            raise Invalid("ep", f"ep ({self.ep}) must divide dp·cp ({self.dp * self.cp}): the "
+                                f"expert layers split the dp·cp ranks into ep groups")
+        if self.experts % self.ep:
+            raise Invalid("ep", f"ep ({self.ep}) must divide experts ({self.experts}): each "
+                                f"expert-parallel rank holds experts/ep whole experts")
+        if self.world > self.gpus_per_node and self.world % self.gpus_per_node:
+            raise Invalid("gpus_per_node", f"world ({self.world}) spans several nodes, so it "
+                                           f"must be a multiple of gpus_per_node "
+                                           f"({self.gpus_per_node}): torchrun starts the same "
+                                           f"number of processes on every node")
+        if self.seq % self.cp:
+            raise Invalid("seq", f"seq ({self.seq}) must be divisible by cp ({self.cp})")
+        from app.sim.parallelism.layout import (
+            pp_mismatch,  # the layout checks its own meshes
+        )
+        problem = pp_mismatch(self)
+        if problem:
+            raise Invalid("order", problem)
+        return self
