@@ -9,7 +9,7 @@ MASTER_PORT; (b) builds torch's own ``init_device_mesh`` for the dense and the e
 (shape = the order reversed) and records the ranks of its group on every dimension and its
 coordinate; (c) builds every group of the simulation's lists with ``dist.new_group`` (all ranks
 create all groups, in the same order); (d) all-reduces rank + 1 in its group of each kind, both
-ways. Rank 0 writes every rank's findings; app/verify_parallelism.py compares them with the
+ways. Rank 0 writes every rank's findings; app/scenes/parallelism/check.py compares them with the
 simulation (app.sim.parallelism — the same layout code, DESIGN principle 1).
 """
 

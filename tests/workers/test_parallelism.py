@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from app.sim.parallelism import ParallelismParams, simulate
-from app.verify.jobs import kill_tree
-from app.verify_parallelism import CHECK, compare
+from app.jobs.runner import kill_tree
+from app.scenes.parallelism.check import CHECK, compare
 from tests.workers.launch import ROOT, torchrun
 
 torch = pytest.importorskip("torch")

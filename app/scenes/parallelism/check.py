@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from app.sim.parallelism.layout import DENSE_AXES, EXPERT_AXES, GROUP_KINDS
 from app.sim.parallelism.torchrun import nproc_per_node, processes
-from app.verify.jobs import Check, Verdict
+from app.jobs.runner import Check, Verdict
 
 MESH_KINDS = DENSE_AXES + EXPERT_AXES
 
