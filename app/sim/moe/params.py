@@ -24,9 +24,9 @@ MAX_CELLS = 131072
 (2·T·hidden), top-k lists (2·T·k). About 2.5 MB of JSON at most; the simulation itself stays
 well under 100 ms."""
 
-MAX_DENSE_WORK = 2**24
+MAX_DENSE_WORK = 2**22
 """Bound on tokens · experts · hidden², the work of the dense reference (every expert on every
-token: 4·T·E·hidden² multiply-adds, about 20 ms at the bound on one core)."""
+token: 4·T·E·hidden² multiply-adds, about 10 ms at the bound on one core)."""
 
 MAX_EXPERT_WEIGHTS = 2_500_000
 """Bound on the experts' weights (E · 2 · hidden · 2·hidden, float64: 20 MB)."""
