@@ -70,7 +70,7 @@ class MoeParams(SceneParams):
     seed: Seed = 0                        # seed of the tokens, the router and the experts
     router_steps: RouterSteps = 8         # training steps of the router shown per balancing method
     router_lr: RouterLr = 2.0             # learning rate of those steps (on the losses at coefficient 1)
-    bias_rate: BiasRate = 0.05            # γ of the aux-loss-free bias update
+    bias_rate: BiasRate = 0.1             # γ of the aux-loss-free bias update
     cost_hidden: Hidden = 4096            # hidden size of the model whose all-to-all is timed
     cost_tokens: Tokens = 4096            # tokens per rank per micro-batch in that model
     dtype: Dtype = "bf16"                 # element type of the dispatched activations
