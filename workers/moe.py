@@ -10,7 +10,7 @@ runs Megatron's all-to-all token dispatcher: an all_to_all_single of the per-exp
 that every rank can size its buffers, an all_to_all_single of the token vectors with uneven
 splits, its own experts, and the combine all_to_all_single back. The losses are reduced over
 the ranks. Rank 0 also computes the layer densely in one process and writes everything as JSON;
-app/verify_moe.py compares it with the simulation.
+app/scenes/moe/check.py compares it with the simulation.
 
 gloo implements all_to_all_single with uneven splits on CPU in torch 2.13; should a backend
 refuse it, the exchange falls back to isend/irecv pairs (``--p2p`` forces that path).

@@ -16,8 +16,7 @@ from app.sim.moe.capacity import WEIGHT_GRID, get_capacity, rank_capacity
 from app.sim.moe.dispatch import all_to_all_cost, expert_mlp
 from app.sim.moe.losses import aux_loss_grad, train_router, z_loss_grad
 from app.sim.moe.router import make_inputs, route, router_logits, softmax
-from app.sim import collective_cost as cost
-
+from app.sim.collectives import cost
 CASES = [
     dict(),
     dict(tokens=12, experts=6, top_k=1, ep=3, skew=0.0),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.sim.model_states import per_gpu
+from app.sim.memory.model_states import per_gpu
 from app.sim.moe.parallel import (MoeLayout, check_layout, expert_tp_choices, per_gpu_share,
                                   training_flops_per_token)
 from app.sim.moe.presets import PRESETS

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from app.sim.moe import MoeParams, simulate
-from app.verify_moe import CHECK, compare, unsupported
+from app.scenes.moe.check import CHECK, compare, unsupported
 from tests.workers.launch import torchrun
 
 torch = pytest.importorskip("torch")

@@ -19,7 +19,7 @@ weights, and the largest difference is reported (float64; it should be ~1e-16).
 
 Cost: rank i sends ``dispatch[i][j]`` rows of ``cost_hidden`` elements to every j ≠ i, once
 to dispatch and once to combine, scaled from the T/ep tokens simulated here to ``cost_tokens``
-tokens per rank. The α–β time is one step of app.sim.collective_cost's model: every rank
+tokens per rank. The α–β time is one step of app.sim.collectives.cost's model: every rank
 pushes its messages one after another (α + bytes/β each, NVLink inside a node, InfiniBand
 between nodes) and the all-to-all lasts as long as the busiest rank.
 """
@@ -30,9 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim import collective_cost as cost
-
-
+from app.sim.collectives import cost
 def silu(z: np.ndarray) -> np.ndarray:
     return z / (1.0 + np.exp(-z))
 

@@ -9,7 +9,7 @@ size ``edp = tp·dp / (ep·etp)``, so that both parts use the same world = tp·p
 carved out of DP·TP). With etp = tp the experts are tensor-parallel like attention; with
 etp = 1 each expert stays whole and EP can grow instead.
 
-Bytes follow the ZeRO paper as app.sim.model_states does (mixed-precision Adam 2 + 2 + 12 bytes
+Bytes follow the ZeRO paper as app.sim.memory.model_states does (mixed-precision Adam 2 + 2 + 12 bytes
 per parameter); ZeRO stage ≥ 1 (Megatron's distributed optimizer) shards the dense part's
 optimizer states over dp and the experts' over edp.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.model_states import ModelStates, per_gpu
+from app.sim.memory.model_states import ModelStates, per_gpu
 from app.sim.moe.presets import MoeModel
 
 

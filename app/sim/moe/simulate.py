@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim import collective_cost as cost
+from app.sim.collectives import cost
 from app.sim.moe import captions
 from app.sim.moe.captions import MoeFrame
 from app.sim.moe.capacity import Drops, apply_capacity, rank_capacity

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.verify.jobs import Check, Verdict
+from app.jobs.runner import Check, Verdict
 
 OUTPUT_TOLERANCE = 1e-6
 NUMBER_TOLERANCE = 1e-12
