@@ -1,6 +1,6 @@
 """What a scene is: its parameters, its simulation and its templates.
 
-Each ``app/routes/<scene>.py`` declares one :class:`Scene`; ``app/routes/scenes.py`` turns it
+Each ``app/scenes/<slug>/__init__.py`` declares one :class:`Scene`; ``app/routes/scenes.py`` turns it
 into the four endpoints every scene has (page, embed, JSON, SVG) and ``app/routes/verify.py``
 into its verification job. Simulations are pure, so their traces and JSON are cached by params.
 """
@@ -30,13 +30,10 @@ class Scene:
     params: type[SceneParams]
     simulate: Callable[[Any], Any]
     """params → trace (a frozen dataclass with ``to_dict()`` and ``frames``)"""
-    template: str
-    """the page template; its block "stage" is what htmx swaps, block "deck" what embeds show"""
     view: Callable[[Any, Any, int], dict]
     """(params, trace, frame) → template context beyond params and trace"""
     form: Callable[[], dict]
     """template context of the controls, which show even when the query is invalid"""
-    svg_template: str
     export: Callable[[Any, Any, int], dict]
     """(params, trace, frame) → context of the standalone SVG of one frame"""
     verify: Any = None
@@ -45,6 +42,12 @@ class Scene:
     """the control a lecturer drags first; ``make bench`` times slider → repaint on it"""
     preview: str = ""
     """query of the course index's thumbnail (``/svg/{slug}?{preview}``); none if empty"""
+
+    @property
+    def template(self) -> str:
+        """The page template, ``templates/scenes/<slug with underscores>.html``: its block
+        "stage" is what htmx swaps, its block "deck" what embeds show."""
+        return f"scenes/{self.slug.replace('-', '_')}.html"
 
     def frame_count(self, trace: Any) -> int:
         return len(trace.frames)

@@ -125,7 +125,7 @@ def scene_router(scene: Scene) -> APIRouter:
             frame = parse_frame(request.query_params, scene.frame_count(trace))
         except ParamsError as error:
             return json_error(error)
-        body = render(scene.svg_template, **scene.export(params, trace, frame))
+        body = render("_partials/deck_file.svg", **scene.export(params, trace, frame))
         name = f"shardscope-{scene.slug}-frame{frame}.svg"
         return Response(body, media_type="image/svg+xml",
                         headers={"Content-Disposition": f'inline; filename="{name}"'})
