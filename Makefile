@@ -14,7 +14,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 run: setup
 	HOST=$(HOST) PORT=$(PORT) $(VENV)/bin/shardscope serve
 
-setup: $(VENV)/.installed-app static/vendor/htmx.min.js
+setup: $(VENV)/.installed-app static/vendor/htmx.min.js static/vendor/swagger-ui/swagger-ui-bundle.js
 
 setup-test: setup $(VENV)/.installed-test browser
 
@@ -38,11 +38,20 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-app
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[verify,test]'
 	touch $@
 
-# htmx comes from the npm registry (package.json + package-lock.json), served from our origin.
-static/vendor/htmx.min.js: package.json package-lock.json
+# htmx and Swagger UI (for /api/docs) come from the npm registry (package.json +
+# package-lock.json) and are served from our origin: no CDN at run time.
+node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+static/vendor/htmx.min.js: node_modules/.installed
 	mkdir -p static/vendor
 	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
+
+static/vendor/swagger-ui/swagger-ui-bundle.js: node_modules/.installed
+	mkdir -p static/vendor/swagger-ui
+	cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css \
+	   static/vendor/swagger-ui/
 
 # Browser tests drive Debian's Chromium; elsewhere tests fall back to Playwright's own browser.
 browser:

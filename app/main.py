@@ -102,18 +102,24 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
         yield
         runner.shutdown()  # no worker outlives the server
 
-    app = FastAPI(title="Shardscope", docs_url="/api/docs", redoc_url=None,
-                  openapi_url="/api/openapi.json", lifespan=lifespan)
+    app = FastAPI(title="Shardscope", docs_url=None, redoc_url=None,
+                  openapi_url="/api/openapi.json", lifespan=lifespan,
+                  description="Distributed training computed step by step. Every scene's "
+                              "query is described from its params model.")
     app.state.runner = runner
     app.mount("/static", Assets(directory=STATIC), name="static")
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def home(request: Request):
         by_chapter = {}
         for scene in SCENES:
             by_chapter.setdefault(scene.chapter, []).append(scene)
         return HTMLResponse(render("home.html", chapters=CHAPTERS, scenes=by_chapter,
                                    embed=False, path="/"))
+
+    @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+    def api_docs():
+        return HTMLResponse(render("api_docs.html", embed=False))
 
     for scene in SCENES:
         app.include_router(scene_router(scene))

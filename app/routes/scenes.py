@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.params import ParamsError, Problem, parse
+from app.routes.openapi import problem_response, query_parameters
 from app.scene import Recent, Scene, cached_json, json_of, trace_of
 from app.templating import render
 
@@ -61,7 +62,10 @@ def is_fragment(request: Request) -> bool:
 
 
 def scene_router(scene: Scene) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(tags=[f"{scene.chapter}. {scene.title}"])
+    with_frame = {"parameters": query_parameters(scene.params, frame=True)}
+    without_frame = {"parameters": query_parameters(scene.params)}
+    errors = problem_response()
 
     def html(request: Request, embed: bool, block: str | None) -> tuple[str, int]:
         """The page (or its block) and its status. A page is a pure function of its params,
@@ -90,7 +94,9 @@ def scene_router(scene: Scene) -> APIRouter:
             PAGES.put(key, cached)
         return cached, 200
 
-    @router.get(f"/{scene.slug}", response_class=HTMLResponse)
+    @router.get(f"/{scene.slug}", response_class=HTMLResponse, openapi_extra=with_frame,
+                responses=errors, summary=f"{scene.title}: the page (block \"stage\" alone "
+                                          f"with HX-Request)")
     def page(request: Request):
         fragment = is_fragment(request)
         body, status = html(request, embed=False, block="stage" if fragment else None)
@@ -99,12 +105,14 @@ def scene_router(scene: Scene) -> APIRouter:
             headers["Cache-Control"] = FRAGMENT_CACHE
         return HTMLResponse(body, status_code=status, headers=headers)
 
-    @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse)
+    @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse, openapi_extra=with_frame,
+                responses=errors, summary=f"{scene.title}: the deck and player, frameable")
     def embed(request: Request):
         body, status = html(request, embed=True, block=None)
         return HTMLResponse(body, status_code=status)
 
-    @router.get(f"/api/{scene.slug}")
+    @router.get(f"/api/{scene.slug}", openapi_extra=without_frame, responses=errors,
+                summary=f"{scene.title}: the trace as JSON (DESIGN.md's contract)")
     async def api(request: Request):
         # async: a cached trace is answered on the event loop without a thread hop; a new one
         # is simulated in the thread pool so a large request never blocks other clients
@@ -117,7 +125,8 @@ def scene_router(scene: Scene) -> APIRouter:
             body = await run_in_threadpool(json_of, scene, params)
         return Response(body, media_type=JSON)
 
-    @router.get(f"/svg/{scene.slug}")
+    @router.get(f"/svg/{scene.slug}", openapi_extra=with_frame, responses=errors,
+                summary=f"{scene.title}: one step as a standalone SVG file")
     def svg(request: Request):
         try:
             params = parse(scene.params, request.query_params)

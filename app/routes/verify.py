@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.params import ParamsError, Problem, parse
+from app.routes.openapi import problem_response, query_parameters
 from app.routes.scenes import JSON, json_error
 from app.scene import Scene, trace_of
 from app.templating import render
@@ -37,7 +38,6 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
             raise ParamsError([Problem(*why)])
         return runner.submit(slug, scene.verify, params, trace_of(scene, params))
 
-    @router.post("/api/verify/{slug}")
     def api_submit(slug: str, request: Request):
         try:
             job = submit(slug, request)
@@ -51,6 +51,18 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
         # the contract's answer: accepted into the queue (a free runner may already have it)
         return _json({"job": job.id, "status": "queued"}, 202)
 
+    for scene in by_slug.values():
+        router.add_api_route(
+            f"/api/verify/{scene.slug}", _bound(api_submit, scene.slug), methods=["POST"],
+            tags=[f"{scene.chapter}. {scene.title}"], status_code=202,
+            summary=f"{scene.title}: run it for real (torchrun) and compare with the trace",
+            openapi_extra={"parameters": query_parameters(scene.params)},
+            responses={**problem_response(), "429": {"description": "the queue is full"}})
+
+    @router.post("/api/verify/{slug}", include_in_schema=False)
+    def api_submit_unknown(slug: str, request: Request):
+        return api_submit(slug, request)
+
     @router.get("/api/verify/jobs/{job_id}")
     def api_job(job_id: str):
         job = runner.get(job_id)
@@ -58,7 +70,7 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
             return _json({"detail": f"no job {job_id!r} (jobs are kept for a while only)"}, 404)
         return _json(job.to_dict(), 200)
 
-    @router.post("/verify/{slug}", response_class=HTMLResponse)
+    @router.post("/verify/{slug}", response_class=HTMLResponse, include_in_schema=False)
     def html_submit(slug: str, request: Request):
         try:
             job = submit(slug, request)
@@ -70,7 +82,7 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
             return _fragment_message(f"The server is busy: {error}.", 429)
         return _fragment(job)
 
-    @router.get("/verify/jobs/{job_id}", response_class=HTMLResponse)
+    @router.get("/verify/jobs/{job_id}", response_class=HTMLResponse, include_in_schema=False)
     def html_job(job_id: str):
         job = runner.get(job_id)
         if job is None:
@@ -78,6 +90,12 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
         return _fragment(job)
 
     return router
+
+
+def _bound(handler, slug: str):
+    def submit(request: Request):
+        return handler(slug, request)
+    return submit
 
 
 def _json(body: dict, status: int) -> Response:
