@@ -1,24 +1,99 @@
-"""``shardscope serve``: run the web app with uvicorn (``make run`` calls it)."""
+"""``shardscope``: serve the app, or ask any scene for its JSON or one frame's SVG from the shell.
+
+    shardscope serve [--host H] [--port P]
+    shardscope api pipeline --schedule zbv --stages 4          the trace as JSON on stdout
+    shardscope svg pipeline --schedule zbv --frame 3 -o f.svg  one step as an SVG file
+    shardscope api pipeline --help                             every parameter with its range
+
+The options of each scene are its params model's fields (``--t-f`` or ``--t_f`` for ``t_f``),
+validated exactly as the query of ``/api/<scene>`` is: a bad value prints the same message as
+the 422 and exits with status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+
+from app.params import ParamsError, describe, field_comments, parse
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="shardscope", description=__doc__)
+def _scene_options(parser: argparse.ArgumentParser, scene) -> None:
+    """One option per field of the scene's params model, its help from the model."""
+    comments = field_comments(scene.params)
+    for name, field in scene.params.model_fields.items():
+        flags = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])
+        what = comments.get(name) or field.description or ""
+        default = "" if field.default is None else f" (default {field.default})"
+        parser.add_argument(*flags, dest=name, metavar="V", default=None,
+                            help=f"{what}; {describe(scene.params, name)}{default}")
+
+
+def _scene_parsers(sub, command: str, help_text: str, scenes) -> None:
+    group = sub.add_parser(command, help=help_text)
+    per_scene = group.add_subparsers(dest="scene", required=True, metavar="SCENE")
+    for scene in scenes:
+        p = per_scene.add_parser(scene.slug, help=scene.title, description=scene.summary)
+        _scene_options(p, scene)
+        if command == "svg":
+            p.add_argument("--frame", type=int, default=0, help="the step to draw (default 0)")
+            p.add_argument("-o", "--output", default="-", help="file to write (default stdout)")
+
+
+def _params(scene, args: argparse.Namespace):
+    query = {k: v for k, v in vars(args).items() if k in scene.params.model_fields
+             and v is not None}
+    return parse(scene.params, query)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from app.main import SCENES
+    parser = argparse.ArgumentParser(prog="shardscope", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the app over HTTP")
     serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    _scene_parsers(sub, "api", "print a scene's trace as JSON (as GET /api/<scene>)", SCENES)
+    _scene_parsers(sub, "svg", "write one step of a scene as SVG (as GET /svg/<scene>)", SCENES)
     args = parser.parse_args(argv)
 
-    import uvicorn
-    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level="info", access_log=os.environ.get("SHARDSCOPE_ACCESS_LOG") == "1")
+    if args.command == "serve":
+        import uvicorn
+        uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_level="info",
+                    access_log=os.environ.get("SHARDSCOPE_ACCESS_LOG") == "1")
+        return 0
+
+    from app.scene import json_of, trace_of
+    from app.templating import render
+    scene = next(s for s in SCENES if s.slug == args.scene)
+    try:
+        params = _params(scene, args)
+        if args.command == "api":
+            sys.stdout.buffer.write(json_of(scene, params) + b"\n")
+            return 0
+        trace = trace_of(scene, params)
+        frames = scene.frame_count(trace)
+        if not 0 <= args.frame < frames:
+            print(f"shardscope: frame must be an integer from 0 to {frames - 1} "
+                  f"(got {args.frame})", file=sys.stderr)
+            return 2
+    except ParamsError as error:
+        for problem in error.problems:
+            print(f"shardscope: --{problem.param.replace('_', '-')}: {problem.message}",
+                  file=sys.stderr)
+        return 2
+    body = render("_partials/deck_file.svg", **scene.export(params, trace, args.frame))
+    if args.output == "-":
+        sys.stdout.write(body)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(body)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,8 +14,11 @@ the inline message on pages.
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlencode
@@ -197,6 +200,23 @@ def describe(model: type[SceneParams], name: str) -> str:
     if high is not None:
         return f"{kind} {'<' if strict_high else '≤'} {high}"
     return kind
+
+
+FIELD_COMMENT = re.compile(r"^    (\w+): [^#\n]*#\s*(.+)$", re.M)
+
+
+@lru_cache(maxsize=None)
+def field_comments(model: type[SceneParams]) -> dict[str, str]:
+    """The comment after each field's default in the model's source (every field has one:
+    DESIGN principle 5), the models' bases included."""
+    out: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if isinstance(cls, type) and issubclass(cls, SceneParams):
+            try:
+                out.update(FIELD_COMMENT.findall(inspect.getsource(cls)))
+            except (OSError, TypeError):
+                pass
+    return out
 
 
 def field_range(model: type[SceneParams], name: str) -> tuple[float | None, float | None]:

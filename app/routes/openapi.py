@@ -9,11 +9,9 @@ so ``/api/docs`` lists every parameter of every scene and no range is typed twic
 
 from __future__ import annotations
 
-import inspect
-import re
 from functools import lru_cache
 
-from app.params import SceneParams, describe
+from app.params import SceneParams, describe, field_comments
 
 FRAME = {"name": "frame", "in": "query", "required": False,
          "schema": {"type": "integer", "minimum": 0, "default": 0},
@@ -29,23 +27,6 @@ def _schema(prop: dict) -> dict:
         schema["anyOf"] = [{k: v for k, v in s.items() if k not in drop}
                            for s in schema["anyOf"]]
     return schema
-
-
-FIELD_COMMENT = re.compile(r"^    (\w+): [^#\n]*#\s*(.+)$", re.M)
-
-
-@lru_cache(maxsize=None)
-def field_comments(model: type[SceneParams]) -> dict[str, str]:
-    """The comment after each field's default in the model's source (every field has one:
-    DESIGN principle 5), the models' bases included."""
-    out: dict[str, str] = {}
-    for cls in reversed(model.__mro__):
-        if isinstance(cls, type) and issubclass(cls, SceneParams):
-            try:
-                out.update(FIELD_COMMENT.findall(inspect.getsource(cls)))
-            except (OSError, TypeError):
-                pass
-    return out
 
 
 def _description(model: type[SceneParams], name: str, prop: dict) -> str:
