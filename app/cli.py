@@ -27,7 +27,8 @@ def _scene_options(parser: argparse.ArgumentParser, scene) -> None:
         what = comments.get(name) or field.description or ""
         default = "" if field.default is None else f" (default {field.default})"
         parser.add_argument(*flags, dest=name, metavar="V", default=None,
-                            help=f"{what}; {describe(scene.params, name)}{default}")
+                            help=f"{what}; {describe(scene.params, name)}{default}"
+                            .replace("%", "%%"))  # argparse formats help with %
 
 
 def _scene_parsers(sub, command: str, help_text: str, scenes) -> None:
