@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
+from app.caches import fix_mmap_threshold
 from app.course import CHAPTERS
 from app.jobs.runner import JobRunner
 from app.routes.scenes import scene_router
@@ -96,6 +97,7 @@ class CompressPages:
 
 def create_app(runner: JobRunner | None = None) -> FastAPI:
     runner = runner or JobRunner.from_environment()
+    fix_mmap_threshold()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

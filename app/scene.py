@@ -2,20 +2,18 @@
 
 Each ``app/scenes/<slug>/__init__.py`` declares one :class:`Scene`; ``app/routes/scenes.py`` turns it
 into the four endpoints every scene has (page, embed, JSON, SVG) and ``app/routes/verify.py``
-into its verification job. Simulations are pure, so their traces and JSON are cached by params.
+into its verification job. Simulations are pure, so their traces and JSON are kept by params (app/caches.py).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import orjson
 
+from app.caches import JSON, TRACES, memoised
 from app.params import SceneParams
 
 
@@ -57,61 +55,27 @@ def trace_of(scene: Scene, params: SceneParams) -> Any:
     return traced(scene.simulate, params)
 
 
-@lru_cache(maxsize=16)
+@memoised(TRACES)
 def traced(simulate: Callable[[Any], Any], params: SceneParams) -> Any:
     """The trace of ``params``, simulated once while it stays among the recent ones (a scene's
     page, deck and JSON all read the same trace)."""
     return simulate(params)
 
 
-class Recent:
-    """A thread-safe LRU map of strings or bytes, bounded by count and by total length, that
-    can be peeked without computing anything."""
-
-    def __init__(self, size: int, max_bytes: int):
-        self.size = size
-        self.max_bytes = max_bytes
-        self.items: OrderedDict = OrderedDict()
-        self.total = 0
-        self.lock = threading.Lock()
-
-    def get(self, key):
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key, value: bytes | str) -> None:
-        with self.lock:
-            if key in self.items:
-                self.total -= len(self.items[key])
-            self.items[key] = value
-            self.items.move_to_end(key)
-            self.total += len(value)
-            while self.items and (len(self.items) > self.size or self.total > self.max_bytes):
-                _, dropped = self.items.popitem(last=False)
-                self.total -= len(dropped)
-
-
-_JSON = Recent(64, max_bytes=256 * 2**20)
-"""Recent answers: a large trace's JSON is several MB, so the cache also stops at 256 MiB."""
-
-
 def json_of(scene: Scene, params: SceneParams) -> bytes:
     """The trace as JSON bytes, computed once per params: the trace's own ``to_json()`` when it
     has one (a trace too large to build as dicts quickly, such as a pipeline of 10⁵ passes),
     else ``to_dict()`` through orjson."""
-    body = _JSON.get((scene, params))
+    body = JSON.get((scene, params))
     if body is None:
         trace = trace_of(scene, params)
         to_json = getattr(trace, "to_json", None)
         body = (to_json() if to_json is not None
                 else orjson.dumps(trace.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY))
-        _JSON.put((scene, params), body)
+        JSON.put((scene, params), body)
     return body
 
 
 def cached_json(scene: Scene, params: SceneParams) -> bytes | None:
     """The JSON if it is cached, else None (never computes)."""
-    return _JSON.get((scene, params))
+    return JSON.get((scene, params))

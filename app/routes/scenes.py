@@ -18,14 +18,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.caches import PAGES
 from app.params import ParamsError, Problem, parse
 from app.routes.openapi import problem_response, query_parameters
-from app.scene import Recent, Scene, cached_json, json_of, trace_of
+from app.scene import Scene, cached_json, json_of, trace_of
 from app.templating import render
 
 JSON = "application/json"
-PAGES = Recent(256, max_bytes=128 * 2**20)
-"""Rendered pages and stage fragments, by scene, params, frame and real-run settings."""
 
 FRAGMENT_CACHE = "private, max-age=600"
 """A stage fragment is a pure function of its URL (and of the server's real-run settings, fixed

@@ -3,10 +3,9 @@ accumulation) and its embed, JSON, SVG and real run."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.scene import traced
 from app.scenes.checkpointing import deck as view
 from app.scenes.checkpointing import deck_svg as checkpointing_svg
@@ -17,13 +16,13 @@ from app.sim.models import PRESETS
 from app.templating import deck_style, export_context
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_of(p: CheckpointParams) -> view.CheckpointDeck:
     """The deck's geometry, every frame (cached: a pure function of params)."""
     return view.build_deck(traced(simulate, p))
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_svg(p: CheckpointParams, frame: int) -> Markup:
     """The page's deck, showing ``frame`` first; later frames wait in a template."""
     return checkpointing_svg.render(deck_of(p), frame)

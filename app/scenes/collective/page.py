@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import textwrap
-from functools import lru_cache
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.draw.fmt import human_bytes, human_time_us
-
 from app.draw.plot import line_chart
 from app.scene import traced
 from app.scenes.collective import deck as view
@@ -24,7 +23,7 @@ COUNT_SLIDER_MAX = 128
 """The page's count slider stops here: every op and algorithm fits MAX_CELLS up to 64 ranks."""
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_svg(p: CollectiveParams, frame: int) -> Markup:
     """The page's deck, showing ``frame`` first (cached: decks are pure functions of params)."""
     return collective_svg.render(view.build_deck(simulate_cached(p)), frame)

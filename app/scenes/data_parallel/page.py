@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import textwrap
-from functools import lru_cache
 from pathlib import Path
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.scene import traced
 from app.scenes.data_parallel import deck as view
 from app.scenes.data_parallel import deck_svg as data_parallel_svg
@@ -18,7 +18,7 @@ from app.sim.models import PRESETS
 from app.templating import deck_style
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_svg(p: DataParallelParams, frame: int) -> Markup:
     """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
     deck = view.build_deck(traced(simulate, p))

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import replace
-from functools import lru_cache
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.scene import traced
 from app.scenes.memory import deck_svg as memory_svg
 from app.scenes.memory.check import scaled_config, worker_args
@@ -123,7 +123,7 @@ def export_context(p, trace, frame: int) -> dict:
                                           style=deck_style(standalone=True))}
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_markup(p: MemoryParams, frame: int) -> Markup:
     """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
     return deck_svg(p, traced(simulate, p), frame)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.scene import traced
 from app.scenes.optimizer import deck as view
 from app.scenes.optimizer import deck_svg as optimizer_svg
@@ -21,13 +20,13 @@ OPTIMIZER_NAMES = {"sgd": "SGD", "momentum": "SGD with momentum", "adam": "Adam"
 STAGES = ("baseline (DDP)", "P_os · ZeRO-1", "P_os+g · ZeRO-2", "P_os+g+p · ZeRO-3")
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_of(p: OptimizerParams) -> view.OptimizerDeck:
     """The deck's geometry, every frame (cached: decks are pure functions of params)."""
     return view.build_deck(traced(simulate, p))
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_svg(p: OptimizerParams, frame: int) -> Markup:
     """The page's deck, showing ``frame`` first; later frames wait in a template."""
     return optimizer_svg.render(deck_of(p), frame)

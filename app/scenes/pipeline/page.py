@@ -8,13 +8,14 @@ from functools import lru_cache
 import numpy as np
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
+from app.draw.fmt import sig4
 from app.draw.plot import line_chart
 from app.scene import traced
 from app.scenes.pipeline import deck as view
 from app.scenes.pipeline import deck_svg as pipeline_svg
 from app.scenes.pipeline.check import TORCH_CLASS
 from app.sim.pipeline.captions import MAX_FRAMES
-from app.draw.fmt import sig4
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.params import PipelineParams
 from app.sim.pipeline.passes import Times, with_sends
@@ -25,12 +26,12 @@ from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
 CHUNKS_FOR = {k: kind.chunks for k, kind in SCHEDULE_KINDS.items() if kind.chunks}
 
 
-@lru_cache(maxsize=16)
+@memoised(DECKS)
 def deck_of(p: PipelineParams) -> view.Deck:
     return view.build_deck(traced(simulate, p))
 
 
-@lru_cache(maxsize=32)
+@memoised(DECKS)
 def deck_svg(p: PipelineParams, frame: int) -> Markup:
     """The page's deck, showing ``frame`` first (cached: decks are pure functions of params)."""
     return pipeline_svg.render(deck_of(p), frame)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.scene import traced
 from app.scenes.precision import deck as view
 from app.scenes.precision import deck_svg as precision_svg
@@ -18,13 +17,13 @@ from app.templating import deck_style, export_context
 FORMAT_CHOICES = [(k, FORMATS[k].label) for k in KEYS]
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_of(p: PrecisionParams) -> view.ScaleDeck:
     """The loss-scaling deck's geometry, every frame (cached: a pure function of params)."""
     return view.scale_deck(traced(simulate, p))
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def figures(p: PrecisionParams, frame: int) -> tuple[Markup, Markup, Markup]:
     """The page's drawings: the bits, the loss-scaling deck showing ``frame`` first, and the
     gradients against every format's range."""

@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.scene import traced
 from app.scenes.tensor_parallel import deck as view
 from app.scenes.tensor_parallel import deck_svg as tp_svg
@@ -24,12 +25,12 @@ def tp_style(standalone: bool) -> Markup:
     return Markup(deck_style(standalone) + render("_partials/tp_style.css", c=colours))
 
 
-@lru_cache(maxsize=32)
+@memoised(DECKS)
 def deck_of(p: TensorParallelParams):
     return view.build_deck(traced(simulate, p))
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_markup(p: TensorParallelParams, frame: int) -> Markup:
     """The page's deck as SVG markup, frame ``frame`` first; cached, so dragging a slider back
     to a value already seen costs nothing."""

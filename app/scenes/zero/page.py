@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import textwrap
-from functools import lru_cache
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
 from app.scene import traced
 from app.scenes.zero import deck as view
 from app.scenes.zero import deck_svg as zero_svg
@@ -17,7 +17,7 @@ from app.sim.zero.simulate import simulate
 from app.templating import deck_style
 
 
-@lru_cache(maxsize=64)
+@memoised(DECKS)
 def deck_svg(p: ZeroParams, frame: int) -> Markup:
     """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
     return zero_svg.render(view.build_deck(traced(simulate, p)), frame)

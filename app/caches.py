@@ -1,0 +1,194 @@
+"""Every cache of the server, in one place, each bounded by bytes (issue 11).
+
+Simulations, deck writers and templates are pure functions of a scene's params, so what was
+computed is kept while it is recent: dragging a slider back and forth revisits the same states,
+and a page, its htmx fragment, its embed, its JSON and its SVG all read one trace. Four layers
+are worth keeping, each an LRU map with a byte budget (sizes are measured when an entry is
+stored: ``len`` for text, :func:`approx_bytes` for objects):
+
+    TRACES  a scene's trace, by (simulate, params)                          128 MiB
+    DECKS   deck geometry and the markup of its frames, by (function, args)   64 MiB
+    PAGES   rendered pages and stage fragments, by scene, params, frame, …    64 MiB
+    JSON    /api answers, by (scene, params)                                  96 MiB
+
+352 MiB in all, so that a server that has answered many heavy states stays under 600 MB
+resident (tests/api/test_memory_bound.py starts one and measures): the rest is the
+interpreter and its libraries (~75 MB), the arrays of the request in flight, and the heap's
+own slack (see :func:`release_freed_memory`). One entry larger than a
+quarter of its budget is not kept at all: it would push out everything else for one state that
+is cheap to recompute compared with what it evicts.
+
+Small memo tables of pure helpers (colour mixing, labels, arrow geometry; a few thousand short
+strings) keep their ``functools.lru_cache``: their size is bounded by their entry count.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import fields, is_dataclass
+from functools import wraps
+from typing import Any
+
+import numpy as np
+
+MiB = 2**20
+
+
+def approx_bytes(obj: Any, sample: int = 48) -> int:
+    """Roughly how much memory ``obj`` holds: numpy arrays by ``nbytes``, text by
+    ``sys.getsizeof``, containers and dataclasses by their items. A long list or tuple is
+    estimated from ``sample`` evenly spaced items (traces hold thousands of alike frames), so
+    the cost stays proportional to the object's shape, not its size. Shared objects count once."""
+    seen: set[int] = set()
+    total = 0
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        item, weight = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, np.ndarray):
+            total += weight * (item.nbytes + 112)
+        elif isinstance(item, (str, bytes, bytearray, int, float, bool, type(None))):
+            total += weight * sys.getsizeof(item)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            total += weight * sys.getsizeof(item)
+            items = list(item) if not isinstance(item, (list, tuple)) else item
+            if len(items) > 2 * sample:
+                step = len(items) / sample
+                picked = [items[int(k * step)] for k in range(sample)]
+                stack.extend((x, weight * len(items) / sample) for x in picked)
+            else:
+                stack.extend((x, weight) for x in items)
+        elif isinstance(item, dict):
+            total += weight * sys.getsizeof(item)
+            stack.extend((x, weight) for pair in item.items() for x in pair)
+        elif is_dataclass(item) and not isinstance(item, type):
+            total += weight * sys.getsizeof(item)
+            stack.extend((getattr(item, f.name), weight) for f in fields(item))
+        elif hasattr(item, "__dict__") and not isinstance(item, type):
+            total += weight * sys.getsizeof(item)
+            stack.extend((x, weight) for x in vars(item).values())
+        else:
+            total += weight * sys.getsizeof(item)
+    return int(total)
+
+
+class ByteCache:
+    """A thread-safe LRU map bounded by the bytes of what it holds."""
+
+    def __init__(self, name: str, max_bytes: int, size: Callable[[Any], int] = len):
+        self.name = name
+        self.max_bytes = max_bytes
+        self.size = size
+        self.items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self.total = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        """The value kept for ``key``, or None (never computes)."""
+        with self.lock:
+            entry = self.items.get(key)
+            if entry is None:
+                return None
+            self.items.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        nbytes = self.size(value)
+        if nbytes > self.max_bytes // 4:
+            return
+        with self.lock:
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.total -= old[1]
+            self.items[key] = (value, nbytes)
+            self.total += nbytes
+            while self.total > self.max_bytes:
+                _, (_, dropped) = self.items.popitem(last=False)
+                self.total -= dropped
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+            self.total = 0
+
+    def stats(self) -> dict:
+        with self.lock:
+            return {"name": self.name, "entries": len(self.items), "bytes": self.total,
+                    "max_bytes": self.max_bytes}
+
+
+TRACES = ByteCache("traces", 128 * MiB, approx_bytes)
+DECKS = ByteCache("decks", 64 * MiB, approx_bytes)
+PAGES = ByteCache("pages", 64 * MiB)
+JSON = ByteCache("json", 96 * MiB)
+LAYERS = (TRACES, DECKS, PAGES, JSON)
+
+HEAVY_S = 0.05
+"""A computation longer than this is followed by :func:`release_freed_memory` (a trim takes
+about a millisecond)."""
+
+
+def memoised(cache: ByteCache):
+    """Decorator: keep a pure function's results in ``cache``, keyed by the function and its
+    (hashable) arguments."""
+
+    def wrap(function):
+        name = f"{function.__module__}.{function.__qualname__}"
+
+        @wraps(function)
+        def cached(*args):
+            key = (name, args)
+            value = cache.get(key)
+            if value is None:
+                started = time.perf_counter()
+                value = function(*args)
+                cache.put(key, value)
+                if time.perf_counter() - started > HEAVY_S:
+                    release_freed_memory()
+            return value
+
+        cached.uncached = function
+        return cached
+
+    return wrap
+
+
+def release_freed_memory() -> None:
+    """Let freed memory go back to the system (glibc only; elsewhere a no-op).
+
+    A heavy state allocates tens of MB of short-lived arrays while it is simulated and drawn.
+    glibc raises its mmap threshold after such frees (up to 32 MiB), so later large arrays come
+    from the heap, whose freed pages it keeps: a server that had answered forty heavy states
+    held 800 MB resident for 450 MB of caches. Fixing the threshold at 256 KiB (large arrays
+    are mapped and unmapped whole) and trimming the heap after a heavy computation keeps the
+    resident size near what the caches hold.
+    """
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def fix_mmap_threshold() -> None:
+    libc = _libc()
+    if libc is not None:
+        M_MMAP_THRESHOLD = -3
+        libc.mallopt(M_MMAP_THRESHOLD, 256 * 1024)
+
+
+def _libc():
+    import ctypes
+    import ctypes.util
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim, libc.mallopt  # noqa: B018 - glibc has both; musl has neither
+    except (OSError, AttributeError):
+        return None
+    return libc
