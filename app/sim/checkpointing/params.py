@@ -35,13 +35,20 @@ SIZES = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 
 class CheckpointParams(SceneParams):
     preset: ModelPreset = "gpt2"                 # model shape; the sizes below override it
-    layers: Layers | None = None              # L (default: the preset's)
-    hidden: Hidden | None = None              # h
-    heads: Heads | None = None                # a
-    kv_heads: KvHeads | None = None           # grouped-query attention (default: the preset's)
-    ffn: Ffn | None = None                    # MLP width (default: 4h, or the preset's ratio)
-    vocab: Vocab | None = None                # V
-    seq: Seq | None = None                    # s (default: the preset's context)
+    # L (default: the preset's)
+    layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
+    # h
+    hidden: Annotated[Hidden | None, Control("Hidden h", kind="number")] = None
+    # a
+    heads: Annotated[Heads | None, Control("Heads a", kind="number")] = None
+    # grouped-query attention (default: the preset's)
+    kv_heads: Annotated[KvHeads | None, Control("KV heads", kind="number")] = None
+    # MLP width (default: 4h, or the preset's ratio)
+    ffn: Annotated[Ffn | None, Control("MLP width", kind="number")] = None
+    # V
+    vocab: Annotated[Vocab | None, Control("Vocabulary V", kind="number")] = None
+    # s (default: the preset's context)
+    seq: Annotated[Seq | None, Control("Sequence s", kind="number")] = None
     # b: sequences per micro-batch
     micro_batch: Annotated[MicroBatch, Control(
         "Micro-batch b", help="Sequences per forward/backward pass.", bounds=(1, 64))] = 4
