@@ -69,7 +69,8 @@ def inside(value: float, field, strict_allowed: bool) -> bool:
     (low, strict_low), (high, strict_high) = _bounds(field)
     if low is not None and (value < low or (value == low and strict_low and not strict_allowed)):
         return False
-    if high is not None and (value > high or (value == high and strict_high and not strict_allowed)):
+    if high is not None and (value > high
+                             or (value == high and strict_high and not strict_allowed)):
         return False
     return True
 
@@ -173,7 +174,8 @@ def test_the_pattern_finds_a_typed_bound():
     assert literal_bounds('{{ field(model, "t_f", v.t_f, help="One pass.") }}')
     assert literal_bounds('<input type="range" min="0" max="40" data-values="1 2 4">')
     assert not literal_bounds('{{ field(model, "root", v.root, max=v.world|int - 1) }}')
-    assert not literal_bounds("{{ field(model, \"count\", v.count, min=(v.world if splits else count.min)) }}")
+    assert not literal_bounds('{{ field(model, "count", v.count, '
+                              'min=(v.world if splits else count.min)) }}')
 
 
 @pytest.mark.parametrize("path", sorted(TEMPLATES.glob("*.html")), ids=lambda p: p.name)
@@ -182,7 +184,7 @@ def test_no_template_types_a_bound(path):
 
 
 def test_help_is_the_description_where_the_type_has_none():
-    kv = MemoryParams.model_fields["kv_heads"]          # Optional: its type's description is inside
+    kv = MemoryParams.model_fields["kv_heads"]   # Optional: its type's description is inside
     assert kv.description == control(MemoryParams, "kv_heads")["help"]
     schema = MemoryParams.model_json_schema()["properties"]["kv_heads"]
     assert schema["description"] == "Fewer than a: grouped-query attention."

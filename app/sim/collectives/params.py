@@ -47,8 +47,8 @@ class CollectiveParams(SceneParams):
     # fits MAX_CELLS up to 64 ranks, and moves in steps of world for the splitting ops
     count: Annotated[Count, Control(
         "Elements", bounds=(1, 128),
-        help="Elements in the full tensor. ReduceScatter, AllGather and All-to-All cut it into one "
-             "chunk per rank, so it moves in steps of the rank count.")] = 8
+        help="Elements in the full tensor. ReduceScatter, AllGather and All-to-All cut it into "
+             "one chunk per rank, so it moves in steps of the rank count.")] = 8
     # seed of the integer inputs
     seed: Annotated[Seed, Control(
         "Seed", help="Inputs are integers 1–9 drawn from this seed, so every sum is exact.",

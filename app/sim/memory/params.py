@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from functools import lru_cache
-
 from typing import Annotated
 
 from pydantic import field_validator, model_validator

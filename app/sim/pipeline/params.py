@@ -35,7 +35,8 @@ class PipelineParams(SceneParams):
     # m: micro-batches per training step
     microbatches: Annotated[Microbatches, Control(
         "Micro-batches m", kind="values", values=MICROBATCH_STOPS,
-        help="Micro-batches per step, 1 to 1024. More micro-batches shrink the bubble's share.")] = 8
+        help="Micro-batches per step, 1 to 1024. More micro-batches shrink the bubble's "
+             "share.")] = 8
     # v: model chunks per rank (interleaved 2–8; zbv, dualpipev 2; else 1)
     chunks: Annotated[Chunks, Control(
         "Chunks per rank v", bounds=(2, 8),
