@@ -28,12 +28,77 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from app.sim.models import PRESETS
 
 
+@dataclass(frozen=True)
+class Control:
+    """How a field is shown on its scene's page (DESIGN principle 13): written once in the params
+    model, as ``stages: Annotated[Pp, Control("Stages p", help="…")] = 4``, and read by the
+    templates through :func:`control`.
+
+    ``kind``: ``slider``, ``number`` (a typed field), ``log2`` (a slider over log₂ of the value:
+    ``bounds`` and ``step`` are exponents) or ``values`` (a slider over the positions of
+    ``values``). ``bounds`` is the control's (low, high) where it is narrower than the field's
+    validation range; None takes the field's own ge/gt and le/lt. ``step`` is a number or "any".
+    ``help`` is also the field's description (JSON schema) where its type gives none.
+    """
+
+    label: str
+    help: str = ""
+    unit: str = ""
+    kind: Literal["slider", "number", "log2", "values"] = "slider"
+    bounds: tuple[float, float] | None = None
+    step: float | str = 1
+    values: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        if (self.kind == "values") != (self.values is not None):
+            raise ValueError(f"{self.label}: values go with kind='values' and only with it")
+        if self.kind == "log2" and self.bounds is None:
+            raise ValueError(f"{self.label}: a log2 slider needs its exponent bounds")
+
+
+def control_spec(model: type[BaseModel], name: str) -> Control | None:
+    """The :class:`Control` of ``model.name``, or None when the field has none."""
+    return next((m for m in _unwrap(model.model_fields[name])[1] if isinstance(m, Control)),
+                None)
+
+
+def control(model: type[BaseModel], name: str) -> dict:
+    """What a template needs to draw ``model.name``'s control: name, kind, label, help, unit,
+    min, max, step and values (``log2``: min and max are exponents; ``values``: min and max are
+    the first and last value). A field without a :class:`Control` is an error."""
+    spec = control_spec(model, name)
+    if spec is None:
+        raise KeyError(f"{model.__name__}.{name} has no Control")
+    if spec.values is not None:
+        low, high = spec.values[0], spec.values[-1]
+    elif spec.bounds is not None:
+        low, high = spec.bounds
+    else:
+        (low, _), (high, _) = _bounds(model.model_fields[name])
+    return {"name": name, "kind": spec.kind, "label": spec.label, "help": spec.help,
+            "unit": spec.unit, "min": low, "max": high, "step": spec.step,
+            "values": list(spec.values) if spec.values is not None else None}
+
+
 class SceneParams(BaseModel):
     """Base of every scene's parameters: frozen, NaN and ∞ refused, unknown keys ignored (a
     page URL may carry ``frame``)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False,
                               validate_default=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A field whose type has no description takes its control's help text."""
+        super().__pydantic_init_subclass__(**kwargs)
+        changed = False
+        for name, field in cls.model_fields.items():
+            spec = control_spec(cls, name)
+            if field.description is None and spec is not None and spec.help:
+                field.description = spec.help
+                changed = True
+        if changed:
+            cls.model_rebuild(force=True)
 
     def query(self, **overrides: Any) -> str:
         """The canonical query string of these params (every field that is set, in declaration

@@ -7,6 +7,7 @@ htmx request, with jinja2-fragments, so one template serves both (DESIGN princip
 from __future__ import annotations
 
 import hashlib
+import html
 import math
 import textwrap
 from functools import lru_cache
@@ -17,6 +18,7 @@ from jinja2_fragments import render_block
 from markupsafe import Markup
 
 from app.draw.fmt import human_bytes, human_time_us
+from app.params import control
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -42,8 +44,10 @@ def environment() -> Environment:
     env.filters["time_us"] = human_time_us
     env.filters["num"] = lambda v, digits=3: f"{v:.{digits}g}"
     env.filters["log2"] = _log2
+    env.filters["text"] = lambda v: Markup(html.escape(str(v), quote=False))  # element text
     env.globals["asset_version"] = asset_version()
     env.globals["deck_style"] = deck_style
+    env.globals["control"] = control  # a params field's label, bounds and help (fields.html)
     return env
 
 

@@ -19,9 +19,6 @@ from app.sim.collectives.schedules import SPLITTING_OPS, SUPPORTED
 from app.sim.collectives.simulate import SEMANTICS, simulate
 from app.templating import deck_style
 
-COUNT_SLIDER_MAX = 128
-"""The page's count slider stops here: every op and algorithm fits MAX_CELLS up to 64 ranks."""
-
 
 @memoised(DECKS)
 def deck_svg(p: CollectiveParams, frame: int) -> Markup:
@@ -41,7 +38,7 @@ def page_view(p: CollectiveParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"count_max": COUNT_SLIDER_MAX, "supported": SUPPORTED, "splitting": SPLITTING_OPS,
+    return {"supported": SUPPORTED, "splitting": SPLITTING_OPS,
             "sizes": [(2**k, human_bytes(2**k)) for k in range(10, 35)]}
 
 

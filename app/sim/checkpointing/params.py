@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from app.params import (
+    Control,
     Dp,
     Ffn,
     GradAccum,
@@ -34,21 +35,41 @@ SIZES = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 
 class CheckpointParams(SceneParams):
     preset: ModelPreset = "gpt2"                 # model shape; the sizes below override it
-    layers: Layers | None = None              # L (default: the preset's)
-    hidden: Hidden | None = None              # h
-    heads: Heads | None = None                # a
-    kv_heads: KvHeads | None = None           # grouped-query attention (default: the preset's)
-    ffn: Ffn | None = None                    # MLP width (default: 4h, or the preset's ratio)
-    vocab: Vocab | None = None                # V
-    seq: Seq | None = None                    # s (default: the preset's context)
-    micro_batch: MicroBatch = 4               # b: sequences per micro-batch
+    # L (default: the preset's)
+    layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
+    # h
+    hidden: Annotated[Hidden | None, Control("Hidden h", kind="number")] = None
+    # a
+    heads: Annotated[Heads | None, Control("Heads a", kind="number")] = None
+    # grouped-query attention (default: the preset's)
+    kv_heads: Annotated[KvHeads | None, Control("KV heads", kind="number")] = None
+    # MLP width (default: 4h, or the preset's ratio)
+    ffn: Annotated[Ffn | None, Control("MLP width", kind="number")] = None
+    # V
+    vocab: Annotated[Vocab | None, Control("Vocabulary V", kind="number")] = None
+    # s (default: the preset's context)
+    seq: Annotated[Seq | None, Control("Sequence s", kind="number")] = None
+    # b: sequences per micro-batch
+    micro_batch: Annotated[MicroBatch, Control(
+        "Micro-batch b", help="Sequences per forward/backward pass.", bounds=(1, 64))] = 4
     tp: Tp = 1                                # tensor-parallel size t
     sequence_parallel: bool = False           # split LayerNorm/dropout activations over t too
     recompute: Recompute = "full"             # none, selective, or full
-    recompute_layers: RecomputeLayers = 1     # k: full recompute checkpoints every k-th layer
-    grad_accum: GradAccum = 8                 # micro-batches per optimizer step
+    # k: full recompute checkpoints every k-th layer (the slider: up to 48 or the model's layers)
+    recompute_layers: Annotated[RecomputeLayers, Control(
+        "Checkpoint every k layers",
+        help="k = 1: every layer's input (full recompute); k > 1: one checkpoint per k "
+             "layers (Megatron's uniform method).",
+        bounds=(1, 48))] = 1
+    # micro-batches per optimizer step
+    grad_accum: Annotated[GradAccum, Control(
+        "Accumulation steps", help="Micro-batches per optimizer step.", bounds=(1, 64))] = 8
     dp: Dp = 8                                # data-parallel replicas
-    achieved_tflops: Tflops = 400.0           # per GPU (≈ 40% of an H100's 989 dense BF16)
+    # per GPU (≈ 40% of an H100's 989 dense BF16)
+    achieved_tflops: Annotated[Tflops, Control(
+        "Achieved TFLOP/s per GPU",
+        help="An H100 does 989 dense BF16 TFLOP/s at best; 40% of that is good.",
+        bounds=(10, 2000), step=10)] = 400.0
 
     @field_validator(*SIZES, mode="before")
     @classmethod

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from app.params import (
     AlphaUs,
+    Control,
     Dtype,
     GpusPerNode,
     InterNodeGBs,
@@ -40,14 +41,33 @@ Count = Annotated[int, Field(ge=1, le=65536, description="elements of the full l
 class CollectiveParams(SceneParams):
     op: Op = "all_reduce"                     # the collective, with torch.distributed semantics
     algorithm: Algorithm = "ring"             # how the ranks exchange chunks
-    world: World = 4                          # ranks taking part
-    count: Count = 8                          # elements of the full logical tensor
-    seed: Seed = 0                            # seed of the integer inputs
-    root: Rank = 0                            # broadcast's source / reduce's destination
+    # ranks taking part
+    world: Annotated[World, Control("Ranks", help="GPUs in the group (world size).")] = 4
+    # elements of the full logical tensor; the slider stops at 128, where every op and algorithm
+    # fits MAX_CELLS up to 64 ranks, and moves in steps of world for the splitting ops
+    count: Annotated[Count, Control(
+        "Elements", bounds=(1, 128),
+        help="Elements in the full tensor. ReduceScatter, AllGather and All-to-All cut it into "
+             "one chunk per rank, so it moves in steps of the rank count.")] = 8
+    # seed of the integer inputs
+    seed: Annotated[Seed, Control(
+        "Seed", help="Inputs are integers 1–9 drawn from this seed, so every sum is exact.",
+        kind="number")] = 0
+    # broadcast's source / reduce's destination
+    root: Annotated[Rank, Control("Root rank")] = 0  # the slider stops at world - 1
     dtype: Dtype = "fp32"                     # element type, for bytes and time
-    alpha_us: AlphaUs = 5.0                   # α: latency of one message
-    intra_node_gbs: IntraNodeGBs = 300.0      # β⁻¹ inside a node (NVLink, A100 ≈ 300 GB/s)
-    inter_node_gbs: InterNodeGBs = 50.0       # β⁻¹ between nodes (400 Gb/s InfiniBand ≈ 50 GB/s)
+    # α: latency of one message
+    alpha_us: Annotated[AlphaUs, Control(
+        "Latency α", help="Fixed cost of every message.", unit="µs", bounds=(0, 50),
+        step=0.5)] = 5.0
+    # β⁻¹ inside a node (NVLink, A100 ≈ 300 GB/s)
+    intra_node_gbs: Annotated[IntraNodeGBs, Control(
+        "NVLink", help="Bandwidth between GPUs of one node.", unit="GB/s",
+        bounds=(10, 1000), step=10)] = 300.0
+    # β⁻¹ between nodes (400 Gb/s InfiniBand ≈ 50 GB/s)
+    inter_node_gbs: Annotated[InterNodeGBs, Control(
+        "InfiniBand", help="Bandwidth between nodes (400 Gb/s ≈ 50 GB/s).", unit="GB/s",
+        bounds=(1, 400))] = 50.0
     gpus_per_node: GpusPerNode = 8            # ranks per node; ring links between nodes are slower
     cost_bytes: SizeBytes = 64 * 2**20        # message size for the cost panel
 

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import model_validator
 
 from app.params import (
     AlphaUs,
     BucketMb,
+    Control,
     Dp,
     Dtype,
     GpusPerNode,
@@ -33,21 +34,39 @@ Mode = Literal["dp", "ddp", "fsdp"]
 
 class DataParallelParams(SceneParams):
     mode: Mode = "ddp"                        # dp (nn.DataParallel), ddp, or fsdp (ZeRO-3)
-    dp: Dp = 4                                # data-parallel ranks (GPUs)
-    bucket_mb: BucketMb = 25.0                # DDP's bucket_cap_mb (its default: 25 MiB)
+    # data-parallel ranks (GPUs)
+    dp: Annotated[Dp, Control(
+        "GPUs (ranks)", help="DataParallel only drives the GPUs of one machine.",
+        bounds=(1, 64))] = 4
+    # DDP's bucket_cap_mb (its default: 25 MiB)
+    bucket_mb: Annotated[BucketMb, Control(
+        "Bucket size", help="DDP's bucket_cap_mb (default 25 MiB).", unit="MiB",
+        kind="log2", bounds=(-2, 11), step=0.25)] = 25.0
     prefetch: bool = True                     # FSDP: gather the next layer while this one computes
     preset: ModelPreset = "gpt2"                 # the real model whose step is timed
-    micro_batch: MicroBatch = 4               # sequences per GPU per step (samples, for the tiny model)
+    # sequences per GPU per step (samples, for the tiny model)
+    micro_batch: Annotated[MicroBatch, Control("Sequences per GPU", bounds=(1, 32))] = 4
     dtype: Dtype = "fp32"                     # parameters and gradients on the wire
-    gpu_tflops: GpuTflops = 150.0             # achieved per GPU (A100: ~50 % of 312)
-    alpha_us: AlphaUs = 5.0                   # α: latency of one message
-    intra_node_gbs: IntraNodeGBs = 300.0      # NVLink inside a node
-    inter_node_gbs: InterNodeGBs = 50.0       # InfiniBand between nodes (400 Gb/s)
+    # achieved per GPU (A100: ~50 % of 312)
+    gpu_tflops: Annotated[GpuTflops, Control(
+        "GPU throughput", unit="TFLOP/s", bounds=(10, 1000), step=10)] = 150.0
+    # α: latency of one message
+    alpha_us: Annotated[AlphaUs, Control("Latency α", unit="µs", bounds=(0, 50), step=0.5)] = 5.0
+    # NVLink inside a node
+    intra_node_gbs: Annotated[IntraNodeGBs, Control(
+        "NVLink", unit="GB/s", bounds=(10, 1000), step=10)] = 300.0
+    # InfiniBand between nodes (400 Gb/s)
+    inter_node_gbs: Annotated[InterNodeGBs, Control(
+        "InfiniBand", unit="GB/s", bounds=(1, 400))] = 50.0
     gpus_per_node: GpusPerNode = 8            # ranks per node (torchrun's --nproc-per-node)
-    steps: TrainSteps = 3                     # training steps of the tiny model
-    seed: Seed = 0                            # seed of its initial parameters and data
-    mlp_layers: MlpLayers = 2                 # the tiny MLP: layers
-    mlp_width: MlpWidth = 2                   # the tiny MLP: width
+    # training steps of the tiny model
+    steps: Annotated[TrainSteps, Control("Training steps")] = 3
+    # seed of its initial parameters and data
+    seed: Annotated[Seed, Control("Seed", kind="number")] = 0
+    # the tiny MLP: layers
+    mlp_layers: Annotated[MlpLayers, Control("Layers")] = 2
+    # the tiny MLP: width
+    mlp_width: Annotated[MlpWidth, Control("Width")] = 2
 
     @model_validator(mode="after")
     def _consistent(self) -> DataParallelParams:

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Annotated
 
 from pydantic import field_validator, model_validator
 
 from app.params import (
+    Control,
     Dp,
     Ffn,
     GpuModel,
@@ -37,18 +39,36 @@ SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 
 class MemoryParams(SceneParams):
     preset: ModelPreset = "llama3-8b"         # a published model; the shape fields override it
-    layers: Layers | None = None              # transformer layers L (empty: the preset's)
-    hidden: Hidden | None = None              # hidden size h (empty: the preset's)
-    heads: Heads | None = None                # attention heads a (empty: the preset's)
-    kv_heads: KvHeads | None = None           # key/value heads (empty: the preset's; GPT: = heads)
-    ffn: Ffn | None = None                    # MLP inner size (empty: hidden × the preset's ratio)
-    vocab: Vocab | None = None                # vocabulary V (empty: the preset's)
-    seq: Seq | None = None                    # sequence length s (empty: the preset's)
-    param_count: ParamCount | None = None     # Ψ for the model states (empty: from the shape)
-    micro_batch: MicroBatch = 1               # sequences per micro-batch b
+    # transformer layers L (empty: the preset's)
+    layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
+    # hidden size h (empty: the preset's)
+    hidden: Annotated[Hidden | None, Control("Hidden h", kind="number")] = None
+    # attention heads a (empty: the preset's)
+    heads: Annotated[Heads | None, Control("Attention heads a", kind="number")] = None
+    # key/value heads (empty: the preset's; GPT: = heads)
+    kv_heads: Annotated[KvHeads | None, Control(
+        "Key/value heads", help="Fewer than a: grouped-query attention.", kind="number")] = None
+    # MLP inner size (empty: hidden × the preset's ratio)
+    ffn: Annotated[Ffn | None, Control("MLP size", kind="number")] = None
+    # vocabulary V (empty: the preset's)
+    vocab: Annotated[Vocab | None, Control("Vocabulary V", kind="number")] = None
+    # sequence length s (empty: the preset's)
+    seq: Annotated[Seq | None, Control("Sequence s", kind="number")] = None
+    # Ψ for the model states (empty: from the shape)
+    param_count: Annotated[ParamCount | None, Control(
+        "Parameters Ψ",
+        help="Overrides the count from the shape for the model states (e.g. 7500000000 "
+             "for the ZeRO paper's 7.5B).",
+        kind="number")] = None
+    # sequences per micro-batch b
+    micro_batch: Annotated[MicroBatch, Control(
+        "Micro-batch b", help="Sequences per forward pass; activations grow with it.",
+        bounds=(1, 64))] = 1
     dp: Dp = 8                                # data-parallel size N_d
     tp: Tp = 1                                # tensor-parallel size t
-    pp: Pp = 1                                # pipeline stages p
+    # pipeline stages p
+    pp: Annotated[Pp, Control(
+        "Pipeline stages p", help="Must divide the layers.", kind="number")] = 1
     zero: ZeroStage = 2                       # ZeRO stage: 1 optimizer, 2 + gradients, 3 + params
     sequence_parallel: bool = False           # split norms and dropouts along s over the TP group
     recompute: Recompute = "selective"        # activation recomputation (Korthikanti 2022)

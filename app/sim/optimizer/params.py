@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from app.params import (
+    Control,
     Dp,
     Invalid,
     LearningRate,
@@ -29,15 +30,35 @@ Eps = Annotated[float, Field(gt=0, le=1, description="ε, added to √v̂")]
 class OptimizerParams(SceneParams):
     optimizer: Optimizer = "adamw"            # update rule: sgd, momentum, adam, adamw
     precision: Precision = "mixed"            # mixed: bf16 weights/grads, fp32 master and states
-    size: VectorSize = 6                      # parameters in the vector
-    steps: Steps = 3                          # optimizer steps to animate
-    lr: LearningRate = 0.1                    # η
-    momentum: Decay = 0.9                     # μ of SGD with momentum
-    beta1: Decay = 0.9                        # β₁: Adam's first-moment decay (torch default)
-    beta2: Decay = 0.999                      # β₂: second-moment decay (torch default)
-    eps: Eps = 1e-8                           # ε (torch default)
-    weight_decay: WeightDecay = 0.01          # λ: L2 for SGD/Adam, decoupled for AdamW (torch's AdamW default)
-    seed: Seed = 0                            # seed of the quadratic and the starting point
+    # parameters in the vector
+    size: Annotated[VectorSize, Control(
+        "Parameters",
+        help="Length of the parameter vector; element 0 is the worked example in the "
+             "captions.")] = 6
+    # optimizer steps to animate
+    steps: Annotated[Steps, Control(
+        "Steps", help="Optimizer steps to animate.", bounds=(1, 32))] = 3
+    # η
+    lr: Annotated[LearningRate, Control(
+        "Learning rate η", kind="number", bounds=(0.0001, 10), step="any")] = 0.1
+    # μ of SGD with momentum
+    momentum: Annotated[Decay, Control("Momentum μ", bounds=(0, 0.99), step=0.01)] = 0.9
+    # β₁: Adam's first-moment decay (torch default)
+    beta1: Annotated[Decay, Control("β₁ (first moment)", bounds=(0, 0.99), step=0.01)] = 0.9
+    # β₂: second-moment decay (torch default)
+    beta2: Annotated[Decay, Control(
+        "β₂ (second moment)", kind="number", bounds=(0, 0.99999), step="any")] = 0.999
+    # ε (torch default)
+    eps: Annotated[Eps, Control("ε", kind="number", step="any")] = 1e-8
+    # λ: L2 for SGD/Adam, decoupled for AdamW (torch's AdamW default)
+    weight_decay: Annotated[WeightDecay, Control(
+        "Weight decay λ",
+        help="L2 (added to the gradient) for SGD and Adam; decoupled (w ← w·(1 − ηλ)) "
+             "for AdamW.",
+        step=0.01)] = 0.01
+    # seed of the quadratic and the starting point
+    seed: Annotated[Seed, Control(
+        "Seed", help="Seeds the quadratic loss and the starting point.", kind="number")] = 0
     param_count: ParamCount = 7_500_000_000   # Ψ for the ZeRO panel (ZeRO Table 1's 7.5B model)
     dp: Dp = 64                               # N_d for the ZeRO panel (Table 1's 64 GPUs)
 

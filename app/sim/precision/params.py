@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from app.params import Invalid, SceneParams, Seed, Steps
+from app.params import Control, Invalid, SceneParams, Seed, Steps
 from app.sim.precision.number_formats import FORMATS, overflows
 
 FP32_MAX = 3.4028234663852886e38
@@ -21,15 +21,30 @@ Margin = Annotated[int, Field(ge=0, le=8, description="FP8 scaling margin, in po
 
 
 class PrecisionParams(SceneParams):
-    value: Value = 0.1                        # the number typed in: rounded in every format
+    # the number typed in: rounded in every format
+    value: Annotated[Value, Control(
+        "A number", help="Rounded to nearest (ties to even) in every format by ml_dtypes.",
+        kind="number", step="any")] = 0.1
     format: FormatKey = "bf16"                # the format in focus (highlighted; must hold value)
-    grad_center: GradCenter = -4.5            # gradients: log10 |g| ~ N(center, spread²)
-    grad_spread: GradSpread = 1.2             # decades (one standard deviation)
-    steps: Steps = 24                         # loss-scaling steps to animate
-    init_scale_log2: ScaleLog2 = 16           # S₀ = 2^16, torch.amp.GradScaler's default
-    growth_interval: GrowthInterval = 4       # clean steps before S doubles (torch: 2000)
-    seed: Seed = 0                            # seed of the gradients
-    fp8_margin: Margin = 0                    # FP8 scale = (max / amax) / 2^margin
+    # gradients: log10 |g| ~ N(center, spread²)
+    grad_center: Annotated[GradCenter, Control(
+        "Median |g|: 10^", help="log10 of the median gradient magnitude.", step=0.1)] = -4.5
+    # decades (one standard deviation)
+    grad_spread: Annotated[GradSpread, Control(
+        "Spread", help="One standard deviation of log10 |g|.", unit="decades", step=0.1)] = 1.2
+    # loss-scaling steps to animate
+    steps: Annotated[Steps, Control("Steps")] = 24
+    # S₀ = 2^16, torch.amp.GradScaler's default
+    init_scale_log2: Annotated[ScaleLog2, Control(
+        "Initial scale: 2^", help="torch.amp.GradScaler starts at 2^16.")] = 16
+    # clean steps before S doubles (torch: 2000)
+    growth_interval: Annotated[GrowthInterval, Control(
+        "Growth interval", help="Clean steps before the scale doubles (torch: 2000).")] = 4
+    # seed of the gradients
+    seed: Annotated[Seed, Control("Seed", kind="number")] = 0
+    # FP8 scale = (max / amax) / 2^margin
+    fp8_margin: Annotated[Margin, Control(
+        "Margin: 2^", help="scale = (FP8 max / amax) / 2^margin (Transformer Engine).")] = 0
 
     @model_validator(mode="after")
     def _consistent(self) -> PrecisionParams:

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import model_validator
 
 from app.params import (
     AlphaUs,
+    Control,
     Ffn,
     GpusPerNode,
     GpuTflops,
@@ -40,22 +41,55 @@ in about 0.25 s)."""
 
 class TensorParallelParams(SceneParams):
     block: Block = "column"                 # which Megatron-LM block runs on the ranks
-    tp: Tp = 2                              # tensor-parallel size: ranks sharing the block
-    tokens: Tokens = 4                      # rows of the activations (one short sequence)
-    hidden: Hidden = 8                      # h: the model's width
-    ffn: Ffn = 16                           # f: the MLP's inner size (4h in GPT)
-    heads: Heads = 4                        # a: attention heads (attention block)
-    vocab: Vocab = 16                       # V: vocabulary (embedding block)
+    # tensor-parallel size: ranks sharing the block
+    tp: Annotated[Tp, Control(
+        "Ranks (tp)", help="GPUs sharing the block: the tensor-parallel size.", bounds=(1, 8))] = 2
+    # rows of the activations (one short sequence)
+    tokens: Annotated[Tokens, Control(
+        "Tokens",
+        help="Rows of the activations. With sequence parallelism each rank holds tokens/tp"
+             " of them.",
+        bounds=(1, 16))] = 4
+    # h: the model's width
+    hidden: Annotated[Hidden, Control(
+        "Hidden size h", help="Attention: a multiple of the heads.", bounds=(2, 32))] = 8
+    # f: the MLP's inner size (4h in GPT)
+    ffn: Annotated[Ffn, Control(
+        "MLP inner size f", help="Cut into tp blocks (GPT uses 4h).", bounds=(1, 64))] = 16
+    # a: attention heads (attention block)
+    heads: Annotated[Heads, Control(
+        "Heads a", help="Each rank computes a/tp whole heads.", bounds=(1, 16))] = 4
+    # V: vocabulary (embedding block)
+    vocab: Annotated[Vocab, Control(
+        "Vocabulary V", help="Each rank owns V/tp rows of the embedding.", bounds=(1, 64))] = 16
     sequence_parallel: bool = False         # split LayerNorm/dropout regions along the sequence
-    seed: Seed = 0                          # seed of the matrices
+    # seed of the matrices
+    seed: Annotated[Seed, Control(
+        "Seed",
+        help="The matrices are drawn from this seed: small integers for the linear blocks "
+             "(exact sums), one-decimal numbers for the others.",
+        kind="number")] = 0
     preset: ModelPreset = "gpt3-175b"          # the real model of the at-scale panels
     seq: Seq = 2048                         # s, sequence length at scale (GPT-3's)
     micro_batch: MicroBatch = 1             # b at scale
-    alpha_us: AlphaUs = 5.0                 # α: latency of one message
-    intra_node_gbs: IntraNodeGBs = 300.0    # NVLink inside a node (A100 ≈ 300 GB/s)
-    inter_node_gbs: InterNodeGBs = 50.0     # InfiniBand between nodes (400 Gb/s ≈ 50 GB/s)
+    # α: latency of one message
+    alpha_us: Annotated[AlphaUs, Control(
+        "Latency α", help="Fixed cost of every message.", unit="µs", bounds=(0, 50),
+        step=0.5)] = 5.0
+    # NVLink inside a node (A100 ≈ 300 GB/s)
+    intra_node_gbs: Annotated[IntraNodeGBs, Control(
+        "NVLink", help="Bandwidth between GPUs of one node.", unit="GB/s",
+        bounds=(10, 1000), step=10)] = 300.0
+    # InfiniBand between nodes (400 Gb/s ≈ 50 GB/s)
+    inter_node_gbs: Annotated[InterNodeGBs, Control(
+        "InfiniBand", help="Bandwidth between nodes (400 Gb/s ≈ 50 GB/s).", unit="GB/s",
+        bounds=(1, 400))] = 50.0
     gpus_per_node: GpusPerNode = 8          # GPUs one NVLink domain holds
-    gpu_tflops: GpuTflops = 160.0           # sustained bf16 matmul rate (PTD-P: 163 on A100)
+    # sustained bf16 matmul rate (PTD-P: 163 on A100)
+    gpu_tflops: Annotated[GpuTflops, Control(
+        "GPU throughput",
+        help="Sustained bf16 matmul rate (A100 in PTD-P: 163; H100 ≈ 400–600).",
+        unit="TFLOP/s", bounds=(20, 1000), step=10)] = 160.0
 
     @model_validator(mode="after")
     def _consistent(self) -> TensorParallelParams:

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import model_validator
 
 from app.params import (
     AlphaUs,
+    Control,
     CpuMemGBs,
     Dp,
     GpusPerNode,
@@ -33,22 +36,47 @@ from app.sim.tiny_mlp import TinyMLP
 
 class ZeroParams(SceneParams):
     stage: ZeroStage = 2                      # 0 DDP, 1 shard optimizer states, 2 + gradients, 3 + parameters
-    dp: Dp = 4                                # data-parallel ranks N_d
-    steps: TrainSteps = 3                     # training steps of the tiny model (the last is drawn)
-    seed: Seed = 0                            # seed of its initial parameters and data
-    mlp_layers: MlpLayers = 2                 # the tiny MLP: layers (one ZeRO-3 / FSDP unit each)
-    mlp_width: MlpWidth = 2                   # the tiny MLP: width (width² + width parameters a layer)
-    micro_batch: MicroBatch = 2               # samples per rank and step (sequences, for the real model)
+    # data-parallel ranks N_d
+    dp: Annotated[Dp, Control(
+        "Data-parallel ranks", help="N_d. The API accepts up to 1024.", bounds=(1, 64))] = 4
+    # training steps of the tiny model (the last is drawn)
+    steps: Annotated[TrainSteps, Control(
+        "Training steps",
+        help="The tiny model trains this many steps; the last one is drawn.")] = 3
+    # seed of its initial parameters and data
+    seed: Annotated[Seed, Control("Seed", help="Initial parameters and data.", kind="number")] = 0
+    # the tiny MLP: layers (one ZeRO-3 / FSDP unit each)
+    mlp_layers: Annotated[MlpLayers, Control("Layers", help="One ZeRO-3 / FSDP unit each.")] = 2
+    # the tiny MLP: width (width² + width parameters a layer)
+    mlp_width: Annotated[MlpWidth, Control(
+        "Width", help="width² + width parameters per layer.")] = 2
+    # samples per rank and step (sequences, for the real model)
+    micro_batch: Annotated[MicroBatch, Control("Micro-batch per rank", bounds=(1, 16))] = 2
     param_count: ParamCount = 7_500_000_000   # Ψ of the real model (ZeRO paper's 7.5 B example)
     seq: Seq = 2048                           # tokens per sequence of the real model
     offload: Offload = "none"                 # none, cpu (ZeRO-Offload) or nvme (ZeRO-Infinity)
-    gpu_tflops: GpuTflops = 150.0             # achieved per GPU (A100: ~50 % of 312)
-    pcie_gbs: PcieGBs = 25.0                  # host ↔ GPU (PCIe 4.0 x16 ≈ 25 GB/s in practice)
-    nvme_gbs: NvmeGBs = 3.5                   # NVMe ↔ host per GPU (one PCIe 4.0 drive)
-    cpu_mem_gbs: CpuMemGBs = 50.0             # host memory bandwidth one GPU's process gets
-    alpha_us: AlphaUs = 5.0                   # α: latency of one message
-    intra_node_gbs: IntraNodeGBs = 300.0      # NVLink inside a node
-    inter_node_gbs: InterNodeGBs = 50.0       # InfiniBand between nodes (400 Gb/s)
+    # achieved per GPU (A100: ~50 % of 312)
+    gpu_tflops: Annotated[GpuTflops, Control(
+        "GPU throughput", help="Achieved, not peak.", unit="TFLOP/s", bounds=(10, 1000),
+        step=10)] = 150.0
+    # host ↔ GPU (PCIe 4.0 x16 ≈ 25 GB/s in practice)
+    pcie_gbs: Annotated[PcieGBs, Control(
+        "PCIe", help="Host ↔ GPU, per GPU.", unit="GB/s", bounds=(1, 64))] = 25.0
+    # NVMe ↔ host per GPU (one PCIe 4.0 drive)
+    nvme_gbs: Annotated[NvmeGBs, Control(
+        "NVMe", help="Drive ↔ host, per GPU.", unit="GB/s", bounds=(0.5, 50), step=0.5)] = 3.5
+    # host memory bandwidth one GPU's process gets
+    cpu_mem_gbs: Annotated[CpuMemGBs, Control(
+        "Host memory", help="What one GPU's CPU Adam gets.", unit="GB/s", bounds=(5, 400),
+        step=5)] = 50.0
+    # α: latency of one message
+    alpha_us: Annotated[AlphaUs, Control("Latency α", unit="µs", bounds=(0, 50), step=0.5)] = 5.0
+    # NVLink inside a node
+    intra_node_gbs: Annotated[IntraNodeGBs, Control(
+        "NVLink", unit="GB/s", bounds=(10, 1000), step=10)] = 300.0
+    # InfiniBand between nodes (400 Gb/s)
+    inter_node_gbs: Annotated[InterNodeGBs, Control(
+        "InfiniBand", unit="GB/s", bounds=(1, 400))] = 50.0
     gpus_per_node: GpusPerNode = 8            # ranks per node
 
     @model_validator(mode="after")
