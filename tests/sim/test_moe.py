@@ -14,7 +14,7 @@ from app.params import ParamsError, parse
 from app.sim.moe import MoeParams, simulate
 from app.sim.moe.capacity import WEIGHT_GRID, get_capacity, rank_capacity
 from app.sim.moe.dispatch import all_to_all_cost, expert_mlp
-from app.sim.moe.losses import aux_loss_grad, train_router, z_loss_grad
+from app.sim.moe.losses import aux_loss_grad, z_loss_grad
 from app.sim.moe.router import make_inputs, route, router_logits, softmax
 from app.sim.collectives import cost
 CASES = [
