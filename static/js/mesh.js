@@ -39,11 +39,11 @@
   }
 
   document.addEventListener("pointerover", function (event) {
-    var cell = event.target.closest && event.target.closest(".mesh-deck .mrank");
+    var cell = event.target.closest && event.target.closest("svg.deck .mrank");
     if (cell) highlight(cell);
   });
   document.addEventListener("pointerout", function (event) {
-    var cell = event.target.closest && event.target.closest(".mesh-deck .mrank");
+    var cell = event.target.closest && event.target.closest("svg.deck .mrank");
     if (cell && !cell.contains(event.relatedTarget)) clear(cell.closest("svg.deck"));
   });
 

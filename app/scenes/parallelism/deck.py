@@ -30,10 +30,10 @@ WIDTH, HEIGHT = 1200, 680
 AREA = (20.0, 62.0, 770.0, 548.0)          # the ranks: x, y, width, height
 PANEL_X, PANEL_W = 812.0, 368.0            # the right-hand panel
 LEGEND_Y = 646.0
-FONT, SMALL = 17.0, 15.0                   # body text and the smallest text of the deck
+FONT, SMALL = 19.0, 16.0                   # headings and body text (the smallest)
 DETAILED_MAX = 64
 MIN_CELL = 36.0
-MAX_CELL = 88.0
+MAX_CELL = 124.0
 SUMMARY_NODES = 24
 KINDS = ("tp", "cp", "ep", "dp", "pp")
 """The hover strips of a cell, left to right, and the order of the legend."""
@@ -175,7 +175,7 @@ def _place(layout: Layout):
     for local in range(per):
         spots[local] = (x0 + 7 + (local % cols) * s, y0 + 27 + (local // cols) * s)
     top = y0 + bh + 18
-    bw2, bh2, gap = 146.0, 50.0, 8.0
+    bw2, bh2, gap = 150.0, 52.0, 8.0
     per_row = int((aw + gap) // (bw2 + gap))
     shown = min(layout.nodes, SUMMARY_NODES)
     more = layout.nodes - shown
@@ -186,14 +186,14 @@ def _place(layout: Layout):
         boxes.append(Box(round(bx, 1), round(by, 1), bw2, bh2, "node-box"))
         labels.append(Text(bx + 8, by + 20, f"node {k}", SMALL, "muted", weight=700))
         first, last = k * per, k * per + per - 1
-        labels.append(Text(bx + 8, by + 41, f"ranks {first}–{last}" if per > 1 else f"rank {k}",
+        labels.append(Text(bx + 8, by + 43, f"ranks {first}–{last}" if per > 1 else f"rank {k}",
                            SMALL, "ink"))
     if more:
         k = shown
         bx, by = x0 + (k % per_row) * (bw2 + gap), top + (k // per_row) * (bh2 + gap)
         boxes.append(Box(round(bx, 1), round(by, 1), bw2, bh2, "node-box more"))
         labels.append(Text(bx + 8, by + 20, f"… {more} more", SMALL, "muted", weight=700))
-        labels.append(Text(bx + 8, by + 41, f"to rank {world - 1}", SMALL, "ink"))
+        labels.append(Text(bx + 8, by + 43, f"to rank {world - 1}", SMALL, "ink"))
     return detailed, s, boxes, labels, spots
 
 
@@ -221,7 +221,7 @@ def build_deck(trace: ParallelismTrace, only: int | None = None) -> Deck:
                f"{r % layout.gpus_per_node} · tp {c['tp']} cp {c['cp']} dp {c['dp']} pp "
                f"{c['pp']} ep {c['ep']}")
         cells.append(Cell(r, round(x, 1), round(y, 1), round(s, 1), groups, tip))
-    cell_font = round(max(SMALL, min(24.0, s * 0.4)), 1)
+    cell_font = round(max(SMALL, min(30.0, s * 0.4)), 1)
     geometry = _Geometry(layout, detailed, {c.rank: c for c in cells}, tuple(boxes), lists)
     frames = []
     n = len(trace.frames)
@@ -256,8 +256,9 @@ class _Geometry:
     groups: dict
 
     def centre(self, r: int) -> tuple[float, float]:
+        """Where a group's links meet a cell: near its top, above the rank number."""
         c = self.cells[r]
-        return c.x + c.s / 2, c.y + c.s / 2
+        return c.x + c.s / 2, c.y + min(12.0, c.s * 0.15)
 
 
 def _frame_shapes(trace: ParallelismTrace, k: int, g: _Geometry) -> list:
@@ -362,8 +363,8 @@ def _arcs(points: list[tuple[float, float]]) -> list[str]:
     for (x1, y1), (x2, y2) in zip(points, points[1:]):
         dx, dy = x2 - x1, y2 - y1
         length = math.hypot(dx, dy) or 1
-        bow = min(0.3 * length, 60)
-        mx, my = (x1 + x2) / 2 - dy / length * bow, (y1 + y2) / 2 + dx / length * bow
+        bow = min(0.25 * length, 34)
+        mx, my = (x1 + x2) / 2 + dy / length * bow, (y1 + y2) / 2 - dx / length * bow
         out.append(f"M{coord(x1)},{coord(y1)} Q{coord(mx)},{coord(my)} {coord(x2)},{coord(y2)}")
     return out
 
@@ -384,7 +385,7 @@ def _group_shapes(g: _Geometry, kind: str, colour_of) -> list:
         points = _member_path(g, tuple(drawn))
         for (a, b), d in zip(zip(drawn, drawn[1:]), _arcs(points)):
             colour, dashed = colour_of(a, b)
-            out.append(Path(d, colour, 4.0 if i == 0 else 2.5, dashed,
+            out.append(Path(d, colour, 4.5 if i == 0 else 3.0, dashed,
                             "conn first" if i == 0 else "conn"))
         if i == 0:
             for r in drawn:
@@ -519,18 +520,18 @@ def _orders(trace) -> list:
     x0, top = 40.0, 92.0
     out.append(Text(x0, top - 14, "InfiniBand bytes per rank per step, by order (the slowest "
                                   "link's load)", FONT, "ink", weight=700))
-    bar_x, bar_w = x0 + 190, 560.0
+    bar_x, bar_w = x0 + 200, 520.0
     for i, o in enumerate(orders):
-        y = top + 12 + i * 44
+        y = top + 12 + i * 50
         chosen = o.order == trace.params.order
-        out.append(Text(x0, y + 21, o.order, FONT, "ink", weight=700 if chosen else 400,
+        out.append(Text(x0, y + 22, o.order, FONT, "ink", weight=700 if chosen else 400,
                         mono=True))
         if not o.valid:
             out.append(Text(bar_x, y + 21, "not allowed: the expert and dense layers would get "
                                            "different pipeline stages", SMALL, "muted"))
             continue
         w = max(2.0, bar_w * o.inter_node_bytes / biggest)
-        out.append(Box(bar_x, y + 5, round(w, 1), 24,
+        out.append(Box(bar_x, y + 4, round(w, 1), 28,
                        "bar infiniband" + (" current-bar" if chosen else ""),
                        fill=LINK_COLOURS["infiniband"]))
         crossing = ", ".join(o.crossing) if o.crossing else "nothing"
@@ -538,10 +539,10 @@ def _orders(trace) -> list:
                         f"{o.inter_node_bytes / 1e9:.3g} GB, {o.inter_node_s * 1e3:.3g} ms · "
                         f"crosses: {crossing}" + ("   ← chosen" if chosen else ""),
                         SMALL, "ink", weight=700 if chosen else 400))
-    y = top + 12 + len(orders) * 44 + 24
-    for piece in textwrap.wrap(trace.why_tp_first, 118):
-        out.append(Text(x0, y, piece, SMALL, "ink"))
-        y += 22
+    y = top + 12 + len(orders) * 50 + 30
+    for piece in textwrap.wrap(trace.why_tp_first, 112):
+        out.append(Text(x0, y, piece, SMALL + 1, "ink"))
+        y += 25
     return out
 
 
@@ -598,12 +599,12 @@ def _legend() -> tuple:
         label = f"{LINK_NAMES[link]} (inside a node)" if link == "nvlink" else \
             f"{LINK_NAMES[link]} (between nodes)"
         out.append(Text(x + 38, LEGEND_Y + 5, label, SMALL, "muted"))
-        x += 38 + len(label) * 8.4 + 28
+        x += 38 + len(label) * 8.9 + 28
     out.append(Text(x, LEGEND_Y + 5, "axes:", SMALL, "muted"))
     x += 46
     for kind in KINDS:
         out.append(Box(x, LEGEND_Y - 5, 22, 10, "swatch", fill=AXIS_COLOURS[kind]))
         out.append(Text(x + 28, LEGEND_Y + 5, kind, SMALL, "muted"))
-        x += 62
-    out.append(Text(x + 6, LEGEND_Y + 5, "· hover a rank for its groups", SMALL, "muted"))
+        x += 64
+    out.append(Text(x + 4, LEGEND_Y + 5, "· hover a rank", SMALL, "muted"))
     return tuple(out)

@@ -27,7 +27,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
     out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
-                     cls="deck mesh-deck"),
+                     cls="deck"),
            f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>',
            _text(Text(deck.width - 18, 34, deck.title, 17, "muted", "end"))]
     out += [_box(b) for b in deck.nodes]
