@@ -33,7 +33,7 @@ LEGEND_Y = 646.0
 FONT, SMALL = 19.0, 16.0                   # headings and body text (the smallest)
 DETAILED_MAX = 64
 MIN_CELL = 36.0
-MAX_CELL = 124.0
+MAX_CELL = 150.0
 SUMMARY_NODES = 24
 KINDS = ("tp", "cp", "ep", "dp", "pp")
 """The hover strips of a cell, left to right, and the order of the legend."""
@@ -221,15 +221,17 @@ def build_deck(trace: ParallelismTrace, only: int | None = None) -> Deck:
                f"{r % layout.gpus_per_node} · tp {c['tp']} cp {c['cp']} dp {c['dp']} pp "
                f"{c['pp']} ep {c['ep']}")
         cells.append(Cell(r, round(x, 1), round(y, 1), round(s, 1), groups, tip))
-    cell_font = round(max(SMALL, min(30.0, s * 0.4)), 1)
+    cell_font = round(max(SMALL, min(34.0, s * 0.4)), 1)
     geometry = _Geometry(layout, detailed, {c.rank: c for c in cells}, tuple(boxes), lists)
     frames = []
     n = len(trace.frames)
     for k, frame in enumerate(trace.frames):
         if only is not None and k != only:
             continue
+        groups_of = {f.over: f.group for f in trace.flows}
         title = PHASE_TITLES.get(frame.phase) or (
-            f"{frame.axis} groups" if frame.phase == "groups" else f"Traffic of {frame.axis}")
+            f"{frame.axis} groups" if frame.phase == "groups"
+            else f"Traffic of {groups_of.get(frame.axis, frame.axis)}")
         header = f"Step {k} of {n - 1} · {title}"
         shapes = _frame_shapes(trace, k, geometry)
         frames.append(FrameView(k, header, frame.axis or "", tuple(shapes)))
@@ -391,13 +393,13 @@ def _group_shapes(g: _Geometry, kind: str, colour_of) -> list:
             for r in drawn:
                 c = g.cells[r]
                 out.append(Box(c.x + 1, c.y + 1, c.s - 2, c.s - 2, "first-member",
-                               stroke=colour_of(group[0], group[0])[0]))
+                               stroke=colour_of(group[0], group[-1])[0]))
     if not g.detailed:   # the first group's other nodes, outlined in the summary grid
         first = groups[0]
         touched: dict[int, int] = {}
         for r in first:
             touched[r // gpn] = touched.get(r // gpn, 0) + 1
-        colour = colour_of(first[0], first[0])[0]
+        colour = colour_of(first[0], first[-1])[0]
         for node, count in touched.items():
             box = node_box_of(g.boxes, node, False)
             if box is not None and node > 0:

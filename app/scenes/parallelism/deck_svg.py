@@ -52,7 +52,7 @@ def _cells(deck: Deck, standalone: bool) -> str:
         strip_w = (c.s - 8) / len(KINDS)
         strips = "".join(
             f'<rect class="strip s-{k}" x="{coord(c.x + 4 + i * strip_w)}" '
-            f'y="{coord(c.y + c.s - 10)}" width="{coord(strip_w - 1)}" height="7" '
+            f'y="{coord(c.y + c.s - 13)}" width="{coord(strip_w - 1)}" height="10" '
             f'fill="{AXIS_COLOURS[k]}"/>' for i, k in enumerate(KINDS)) if not standalone else ""
         y = c.y + (c.s * 0.36 if c.s >= 56 else c.s / 2)
         out.append(f'<g class="mrank" data-rank="{c.rank}" data-groups="{c.groups}"{tip}>'
