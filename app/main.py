@@ -22,6 +22,7 @@ from app.scenes import (
     data_parallel,
     memory,
     optimizer,
+    parallelism,
     pipeline,
     precision,
     tensor_parallel,
@@ -29,8 +30,9 @@ from app.scenes import (
 )
 from app.templating import STATIC, asset_version, render
 
-SCENES = (memory.SCENE, collective.SCENE, optimizer.SCENE, data_parallel.SCENE, zero.SCENE,
-          tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE, checkpointing.SCENE)
+SCENES = (memory.SCENE, parallelism.SCENE, collective.SCENE, optimizer.SCENE,
+          data_parallel.SCENE, zero.SCENE, tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE,
+          checkpointing.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not
@@ -115,7 +117,8 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
     def home(request: Request):
         by_chapter = {}
         for scene in SCENES:
-            by_chapter.setdefault(scene.chapter, []).append(scene)
+            for number in scene.chapters:
+                by_chapter.setdefault(number, []).append(scene)
         return HTMLResponse(render("home.html", chapters=CHAPTERS, scenes=by_chapter,
                                    embed=False, path="/"))
 

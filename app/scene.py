@@ -40,6 +40,13 @@ class Scene:
     """the control a lecturer drags first; ``make bench`` times slider → repaint on it"""
     preview: str = ""
     """query of the course index's thumbnail (``/svg/{slug}?{preview}``); none if empty"""
+    also_in: tuple[int, ...] = ()
+    """further chapters whose course entry lists this scene (after their own scenes' order)"""
+
+    @property
+    def chapters(self) -> tuple[int, ...]:
+        """Every chapter that lists the scene: its own first."""
+        return (self.chapter, *self.also_in)
 
     @property
     def template(self) -> str:

@@ -22,6 +22,7 @@ from app.sim.parallelism.traffic import (
     why_tp_first,
 )
 
+LINK_NAMES = {"nvlink": "NVLink", "infiniband": "InfiniBand"}
 AXIS_WORDS = {"tp": "tensor-parallel", "cp": "context-parallel", "ep": "expert-parallel",
               "dp": "data-parallel", "pp": "pipeline"}
 
@@ -126,7 +127,7 @@ def frames(params, layout: Layout, fs, orders, why: str, run: Launch) -> tuple[M
         gbs = params.inter_node_gbs if f.link == "infiniband" else params.intra_node_gbs
         captions.append(("traffic", (f"{f.group} ({f.collective}) sends "
                                     f"{f.bytes_per_step / 1e9:.3g} GB per rank per step over "
-                                    f"{f.link} ({gbs:g} GB/s → "
+                                    f"{LINK_NAMES[f.link]} ({gbs:g} GB/s → "
                                     f"{f.bytes_per_step / (gbs * 1e9) * 1e3:.3g} ms): {f.what}."),
                          f.over))
     # 5. the order decides what crosses nodes

@@ -1,0 +1,96 @@
+"""Chapters 1 and 11, the five parallelisms and the 5D rank layout: ``/parallelism`` and its
+embed, JSON, SVG and real run."""
+
+from __future__ import annotations
+
+import textwrap
+from functools import lru_cache
+
+from markupsafe import Markup
+
+from app.scene import traced
+from app.scenes.parallelism import deck as view
+from app.scenes.parallelism import deck_svg as mesh_svg
+from app.scenes.parallelism.check import worker_args
+from app.sim.models import PRESETS
+from app.sim.parallelism.params import AXES, MAX_WORLD, ParallelismParams
+from app.sim.parallelism.simulate import simulate
+from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
+
+RANK_ROWS = 64
+"""Ranks listed in the coordinates table (the JSON has every rank)."""
+NODE_COMMANDS = 8
+"""torchrun lines shown, one per node (the rest differ only in --node-rank)."""
+
+
+@lru_cache(maxsize=4)
+def mesh_style(standalone: bool) -> Markup:
+    colours = LIGHT_COLOURS if standalone else PAGE_COLOURS
+    return Markup(deck_style(standalone) + render("_partials/mesh_style.css", c=colours))
+
+
+@lru_cache(maxsize=32)
+def deck_of(p: ParallelismParams):
+    return view.build_deck(traced(simulate, p))
+
+
+@lru_cache(maxsize=64)
+def deck_markup(p: ParallelismParams, frame: int) -> Markup:
+    """The page's deck, frame ``frame`` first (cached: decks are pure functions of params)."""
+    return mesh_svg.render(deck_of(p), frame)
+
+
+def page_view(p: ParallelismParams, trace, frame: int) -> dict:
+    layout = trace.layout
+    gbs = {"nvlink": p.intra_node_gbs, "infiniband": p.inter_node_gbs}
+    flows = [{"flow": f, "ms": f.bytes_per_step / (gbs[f.link] * 1e9) * 1e3}
+             for f in trace.flows]
+    return {"deck_svg": deck_markup(p, frame), "deck_title": view.deck_title(p),
+            "flows": flows, "axis_colours": view.AXIS_COLOURS,
+            "rank_rows": [{"rank": r, "node": r // p.gpus_per_node,
+                           "local_rank": r % p.gpus_per_node, **layout.coords(r)}
+                          for r in range(min(layout.world, RANK_ROWS))],
+            "rank_rows_max": RANK_ROWS,
+            "commands": trace.launch.commands[:NODE_COMMANDS],
+            "processes": trace.launch.processes[:RANK_ROWS],
+            "model_name": p.model, "model": PRESETS[p.model],
+            "torchrun": torchrun_command(p)}
+
+
+def form_view() -> dict:
+    """Slider positions for the five sizes: powers of two from the params model's own bounds
+    (and the bound itself when it is not one), so a range is written once (principle 13)."""
+    fields = ParallelismParams.model_fields
+    steps = {}
+    for name in AXES:
+        low, high = bound(fields[name], "ge"), bound(fields[name], "le")
+        values = [v for v in (2 ** k for k in range(0, 21)) if low <= v <= high]
+        if values[-1] != high:
+            values.append(high)
+        steps[name] = values
+    return {"style": mesh_style(False), "size_steps": steps, "max_world": MAX_WORLD,
+            "presets": [(name, f"{name} ({m.layers} layers, h {m.hidden})")
+                        for name, m in PRESETS.items()],
+            "gpn_choices": [1, 2, 4, 8, 16, 32, 64],
+            "seqs": [(s, f"{s:,}") for s in (1024, 2048, 4096, 8192, 16384, 32768, 131072)]}
+
+
+def bound(field, name: str) -> int:
+    for item in field.metadata:
+        value = getattr(item, name, None)
+        if value is not None:
+            return value
+    raise LookupError(f"{name} of {field}")
+
+
+def export_view(p: ParallelismParams, trace, frame: int) -> dict:
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 120)[:3])
+    return {"deck_svg": mesh_svg.render(view.build_deck(trace, only=frame), frame,
+                                        standalone=True, caption=caption,
+                                        style=mesh_style(True))}
+
+
+def torchrun_command(p: ParallelismParams) -> str:
+    """The worker's launch on one machine (the server's real run)."""
+    return (f"torchrun --standalone --nproc-per-node {p.world} workers/parallelism.py "
+            + " ".join(worker_args(p)) + " --out report.json")
