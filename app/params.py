@@ -268,17 +268,21 @@ def describe(model: type[SceneParams], name: str) -> str:
 
 
 FIELD_COMMENT = re.compile(r"^    (\w+): [^#\n]*#\s*(.+)$", re.M)
+COMMENT_ABOVE = re.compile(r"^    #\s*(.+)\n    (\w+):", re.M)
 
 
 @lru_cache(maxsize=None)
 def field_comments(model: type[SceneParams]) -> dict[str, str]:
-    """The comment after each field's default in the model's source (every field has one:
-    DESIGN principle 5), the models' bases included."""
+    """The comment of each field in the model's source — after its default, or on the line
+    above a field too long for one (every field has one: DESIGN principle 5) — the models'
+    bases included."""
     out: dict[str, str] = {}
     for cls in reversed(model.__mro__):
         if isinstance(cls, type) and issubclass(cls, SceneParams):
             try:
-                out.update(FIELD_COMMENT.findall(inspect.getsource(cls)))
+                source = inspect.getsource(cls)
+                out.update((name, text) for text, name in COMMENT_ABOVE.findall(source))
+                out.update(FIELD_COMMENT.findall(source))
             except (OSError, TypeError):
                 pass
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from app.params import SceneParams, describe, field_comments
+from app.params import SceneParams, control_spec, describe, field_comments
 
 FRAME = {"name": "frame", "in": "query", "required": False,
          "schema": {"type": "integer", "minimum": 0, "default": 0},
@@ -34,8 +34,11 @@ def _description(model: type[SceneParams], name: str, prop: dict) -> str:
     description, then its range in words."""
     text = field_comments(model).get(name) or prop.get("description") or next(
         (s["description"] for s in prop.get("anyOf", ()) if "description" in s), "")
+    spec = control_spec(model, name)
+    if spec is not None and spec.help and spec.help != text:
+        text = f"{text} — {spec.help}" if text else spec.help
     allowed = describe(model, name)
-    return f"{text}. Allowed: {allowed}." if text else f"Allowed: {allowed}."
+    return f"{text.rstrip('.')}. Allowed: {allowed}." if text else f"Allowed: {allowed}."
 
 
 @lru_cache(maxsize=None)

@@ -3,7 +3,6 @@ embed, SVG frames, the course listing in chapters 1 and 11, bad input, and the l
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import pytest
@@ -145,15 +144,13 @@ def test_bad_input_is_a_422_with_the_numbers(client, q, param, words):
 @pytest.mark.parametrize("q", ["tp=8&cp=2&dp=32&pp=8&ep=8&gpus_per_node=8",
                                "tp=4&dp=1024&pp=1&ep=8&gpus_per_node=8",
                                "tp=1&dp=1024&pp=4&ep=1&experts=1&gpus_per_node=1"])
-def test_the_largest_worlds_stay_small_and_fast(client, q):
+def test_the_largest_worlds_stay_small(client, q):
+    """Under 5 MB (their time is a `make bench` row, not a test)."""
     for url in (f"/api/{SLUG}?{q}", f"/{SLUG}?{q}", f"/svg/{SLUG}?{q}&frame=4",
                 f"/embed/{SLUG}?{q}"):
-        start = time.perf_counter()
         r = client.get(url + ("&seq=8192" if "experts=1" in q else ""))
-        elapsed = time.perf_counter() - start
         assert r.status_code == 200
         assert len(r.content) < 5 * 2**20, (url, len(r.content))
-        assert elapsed < 2.0, (url, elapsed)  # < 0.5 s measured alone; the suite shares cores
     body = client.get(f"/api/{SLUG}?{q}").json()
     assert body["world"] == 4096 and len(body["ranks"]) == 4096
     text = client.get(f"/{SLUG}?{q}").text

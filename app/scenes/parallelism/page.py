@@ -13,7 +13,7 @@ from app.scenes.parallelism import deck as view
 from app.scenes.parallelism import deck_svg as mesh_svg
 from app.scenes.parallelism.check import worker_args
 from app.sim.models import PRESETS
-from app.sim.parallelism.params import AXES, MAX_WORLD, ParallelismParams
+from app.sim.parallelism.params import ParallelismParams
 from app.sim.parallelism.simulate import simulate
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
 
@@ -58,29 +58,11 @@ def page_view(p: ParallelismParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    """Slider positions for the five sizes: powers of two from the params model's own bounds
-    (and the bound itself when it is not one), so a range is written once (principle 13)."""
-    fields = ParallelismParams.model_fields
-    steps = {}
-    for name in AXES:
-        low, high = bound(fields[name], "ge"), bound(fields[name], "le")
-        values = [v for v in (2 ** k for k in range(0, 21)) if low <= v <= high]
-        if values[-1] != high:
-            values.append(high)
-        steps[name] = values
-    return {"style": mesh_style(False), "size_steps": steps, "max_world": MAX_WORLD,
+    return {"style": mesh_style(False),
             "presets": [(name, f"{name} ({m.layers} layers, h {m.hidden})")
                         for name, m in PRESETS.items()],
             "gpn_choices": [1, 2, 4, 8, 16, 32, 64],
             "seqs": [(s, f"{s:,}") for s in (1024, 2048, 4096, 8192, 16384, 32768, 131072)]}
-
-
-def bound(field, name: str) -> int:
-    for item in field.metadata:
-        value = getattr(item, name, None)
-        if value is not None:
-            return value
-    raise LookupError(f"{name} of {field}")
 
 
 def export_view(p: ParallelismParams, trace, frame: int) -> dict:

@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from app.params import (
+    Control,
     Dp,
     GpusPerNode,
     InterNodeGBs,
@@ -45,23 +46,52 @@ Order = Annotated[str, Field(min_length=14, max_length=14, pattern=r"^[a-z]{2}(-
                                          "fastest-varying first")]
 
 
+def powers_of_two(high: int) -> tuple[int, ...]:
+    """1, 2, 4, … up to ``high`` (and ``high`` itself): the stops of a size slider."""
+    stops = tuple(2 ** k for k in range(0, 21) if 2 ** k <= high)
+    return stops if stops[-1] == high else (*stops, high)
+
+
+def _size(label: str, size_type, help: str) -> Control:
+    """A size slider over the powers of two up to the type's own upper bound (a range is
+    written once: in the type)."""
+    high = next(m.le for m in size_type.__metadata__[0].metadata if getattr(m, "le", None))
+    return Control(label, kind="values", values=powers_of_two(high), help=help)
+
+
 class ParallelismParams(SceneParams):
-    tp: Tp = 2                         # tensor-parallel size: splits every weight matrix
-    cp: Cp = 1                         # context-parallel size: splits the sequence
-    dp: Dp = 2                         # data-parallel size (replicas, CP ranks not counted)
-    pp: Pp = 2                         # pipeline stages: splits the layers
-    ep: Ep = 2                         # expert-parallel size, carved out of dp·cp
+    # tensor-parallel size: splits every weight matrix
+    tp: Annotated[Tp, _size("Tensor parallel tp", Tp, "Splits every weight matrix.")] = 2
+    # context-parallel size: splits the sequence
+    cp: Annotated[Cp, _size("Context parallel cp", Cp, "Splits the sequence.")] = 1
+    # data-parallel size (replicas, CP ranks not counted)
+    dp: Annotated[Dp, _size("Data parallel dp", Dp, "Replicas. World = tp·cp·dp·pp ≤ "
+                                                 f"{MAX_WORLD:,}.")] = 2
+    # pipeline stages: splits the layers
+    pp: Annotated[Pp, _size("Pipeline stages pp", Pp, "Splits the layers.")] = 2
+    # expert-parallel size, carved out of dp·cp
+    ep: Annotated[Ep, _size("Expert parallel ep", Ep, "Carved out of dp·cp (must divide it and "
+                                                 "the experts).")] = 2
     gpus_per_node: GpusPerNode = 4     # GPUs in one node: ranks r // gpus_per_node share a node
     order: Order = "tp-cp-ep-dp-pp"    # Megatron-LM's rank order, fastest-varying axis first
     model: ModelPreset = "llama3-8b"   # the model whose traffic the panel counts
-    experts: Experts = 8               # experts per MoE layer (each the preset's MLP); 1: dense
-    top_k: TopK = 2                    # experts per token: what the EP all-to-all carries
+    # experts per MoE layer (each the preset's MLP); 1: dense
+    experts: Annotated[Experts, _size("Experts per MoE layer", Experts, "1: a dense model (no EP "
+                                                                      "traffic).")] = 8
+    # experts per token: what the EP all-to-all carries
+    top_k: Annotated[TopK, Control("Top-k", help="Experts each token goes to.")] = 2
     seq: Seq = 4096                    # tokens of one sequence
-    micro_batch: MicroBatch = 1        # sequences in one micro-batch
-    microbatches: Microbatches = 8     # micro-batches per step (activations move once each)
+    # sequences in one micro-batch
+    micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="number")] = 1
+    # micro-batches per step (activations move once each)
+    microbatches: Annotated[Microbatches, Control("Micro-batches per step m", kind="number")] = 8
     sequence_parallel: bool = True     # Megatron's SP: TP all-reduce → all-gather + reduce-scatter
-    intra_node_gbs: IntraNodeGBs = 450.0   # NVLink per GPU (H100 ≈ 450 GB/s each way)
-    inter_node_gbs: InterNodeGBs = 50.0    # InfiniBand per GPU (400 Gb/s ≈ 50 GB/s)
+    # NVLink per GPU (H100 ≈ 450 GB/s each way)
+    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink GB/s per GPU", kind="number",
+                                                    step=0.1)] = 450.0
+    # InfiniBand per GPU (400 Gb/s ≈ 50 GB/s)
+    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand GB/s per GPU", kind="number",
+                                                    step=0.1)] = 50.0
 
     @property
     def world(self) -> int:
