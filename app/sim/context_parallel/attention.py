@@ -1,0 +1,112 @@
+"""Attention two ways: plainly, on the whole sequence, and block by block with the online
+softmax that lets a rank see the keys a block at a time.
+
+Plain attention (the reference every method is compared with), for query head h reading key /
+value head h // (heads / kv_heads) — grouped-query attention:
+
+    O_h = softmax(Q_h K_gᵀ / √d + M) V_g,    M_ij = −∞ where j > i (causal), else 0
+
+The online softmax (Milakov & Gimelshein 2018; FlashAttention; Ring Attention, Liu et al. 2023
+§3) keeps for every query row a running maximum m, a running sum l and an unnormalised output
+o. Merging a block of keys K_b, V_b with scores S = Q K_bᵀ / √d (masked entries −∞):
+
+    m' = max(m, rowmax S)
+    l' = l · e^{m − m'} + Σ_j e^{S_j − m'}
+    o' = o · e^{m − m'} + e^{S − m'} V_b
+
+and after the last block O = o / l. The factor e^{m − m'} rescales what was summed against the
+old maximum to the new one, so the blocks can come in any order and the result is exactly the
+softmax over all of them. A block whose every score is masked leaves (m, l, o) as they were.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def reference_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    """softmax(QKᵀ/√d + mask)·V on the whole sequence, one head at a time, float64.
+
+    q: (seq, heads, d); k, v: (seq, kv_heads, d) → (seq, heads, d). Written plainly, without
+    anything the sharded methods use, so that it can check them."""
+    seq, heads, d = q.shape
+    group = heads // k.shape[1]
+    out = np.empty_like(q, dtype=np.float64)
+    for h in range(heads):
+        g = h // group
+        # einsum's own loops, not BLAS threads (see BLAS_SINGLE_THREAD_MNK)
+        scores = np.einsum("id,jd->ij", q[:, h, :], k[:, g, :]) / math.sqrt(d)   # (seq, seq)
+        if causal:
+            scores[np.triu_indices(seq, 1)] = -np.inf
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        weights /= weights.sum(axis=1, keepdims=True)
+        out[:, h, :] = np.einsum("ij,jd->id", weights, v[:, g, :])
+    return out
+
+
+def visible(q_pos: np.ndarray, k_pos: np.ndarray, causal: bool) -> np.ndarray:
+    """Which (query, key) pairs count: (..., nq, nk) bool from positions (..., nq), (..., nk)."""
+    if not causal:
+        return np.ones(q_pos.shape + k_pos.shape[-1:], dtype=bool)
+    return k_pos[..., None, :] <= q_pos[..., :, None]
+
+
+BLAS_SINGLE_THREAD_MNK = 4 * 65536
+"""OpenBLAS multiplies m×k by k×n on one thread up to m·n·k = 4·65536 and wakes its thread
+pool above that; on a busy two-core server those threads spin against the other requests and
+a 256-token block takes ten times longer. Larger products therefore go through einsum's own
+loops (one thread), smaller ones through matmul (BLAS, fast for small stacked matrices)."""
+
+
+def bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b over stacked matrices (..., m, k) × (..., k, n), without BLAS threads."""
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if m * k * n > BLAS_SINGLE_THREAD_MNK:
+        return np.einsum("...ij,...jk->...ik", a, b)
+    return a @ b
+
+
+@dataclass(frozen=True)
+class Running:
+    """The online softmax of a stack of ranks: m, l (ranks, heads, nq); o (ranks, heads, nq, d)."""
+
+    m: np.ndarray
+    l: np.ndarray  # noqa: E741 (the papers' name for the running sum)
+    o: np.ndarray
+
+    @classmethod
+    def empty(cls, ranks: int, heads: int, nq: int, d: int) -> Running:
+        return cls(np.full((ranks, heads, nq), -np.inf), np.zeros((ranks, heads, nq)),
+                   np.zeros((ranks, heads, nq, d)))
+
+    def output(self) -> np.ndarray:
+        """O = o / l, back to (ranks, nq, heads, d)."""
+        return (self.o / self.l[..., None]).transpose(0, 2, 1, 3)
+
+
+def merge(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray,
+          group: int) -> tuple[Running, np.ndarray]:
+    """Merge one block of keys into every rank's running softmax.
+
+    q: (ranks, nq, hq, d); k, v: (ranks, nk, hk, d) (or broadcast views); mask: (ranks, nq, nk);
+    local query head j reads local kv head j // ``group``. Returns the new state and the
+    correction factors e^{m − m'} (ranks, hq, nq)."""
+    d = q.shape[-1]
+    if group > 1:                        # each kv head serves `group` consecutive query heads
+        kv_of = np.arange(q.shape[2]) // group
+        k, v = k[:, :, kv_of, :], v[:, :, kv_of, :]                     # (ranks, nk, hq, d)
+    kx = k.transpose(0, 2, 3, 1)                                        # (ranks, hq, d, nk)
+    vx = v.transpose(0, 2, 1, 3)                                        # (ranks, hq, nk, d)
+    scores = bmm(q.transpose(0, 2, 1, 3), kx) / math.sqrt(d)            # (ranks, hq, nq, nk)
+    scores = np.where(mask[:, None, :, :], scores, -np.inf)
+    m_new = np.maximum(state.m, scores.max(axis=-1, initial=-np.inf))   # (ranks, hq, nq)
+    # a row that has seen no key yet keeps m = −∞; shift it by 0 so that nothing is ∞ − ∞
+    shift = np.where(np.isfinite(m_new), m_new, 0.0)
+    correction = np.exp(state.m - shift)                                # e^{m − m'}; 0 if m = −∞
+    p = np.exp(scores - shift[..., None])                               # masked → e^{−∞} = 0
+    l_new = state.l * correction + p.sum(axis=-1)
+    o_new = state.o * correction[..., None] + bmm(p, vx)                # (ranks, hq, nq, d)
+    return Running(m_new, l_new, o_new), correction

@@ -1,0 +1,127 @@
+"""The query of ``/context-parallel`` (DESIGN.md, ``/api/context-parallel``).
+
+Two sizes of sequence live side by side: ``seq`` is the short worked example whose every number
+is computed and shown (Q, K, V, the output, each rank's running softmax), bounded so that the
+JSON stays small; ``context`` is the long sequence of the real model (``preset``) that the
+memory and time panels are about, up to 1,048,576 tokens. The model and cluster fields are the
+shared ones of app/params.py (``preset``, ``micro_batch``, ``recompute``, ``gpu``, the α–β
+links), so a scenario flows in from the other scenes.
+
+Field types new with this chapter (``Cp``, ``UlyssesDegree``, ``HeadDim``, ``Method``,
+``Balance``) are declared here once; they belong in app/params.py when a second scene needs them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from app.params import (AlphaUs, GpuModel, GpuTflops, GpusPerNode, Heads, InterNodeGBs,
+                        IntraNodeGBs, Invalid, KvHeads, MicroBatch, ModelPreset, Recompute,
+                        SceneParams, Seed, Seq, nearby_multiples)
+
+Method = Literal["ring", "all_gather", "ulysses", "hybrid"]
+"""Megatron-LM's cp_comm_type: p2p, all_gather, a2a, a2a+p2p."""
+Balance = Literal["none", "zigzag"]
+Cp = Annotated[int, Field(ge=2, le=64, description="context-parallel size: ranks sharing one "
+                                                   "sequence")]
+UlyssesDegree = Annotated[int, Field(ge=1, le=64,
+                                     description="hybrid: ranks in each all-to-all group "
+                                                 "(cp = ulysses × ring size)")]
+HeadDim = Annotated[int, Field(ge=1, le=1024, description="dimensions per attention head d")]
+
+MAX_SEQ = 256
+"""Tokens of the worked example: q, k, v and the output are seq × heads × head_dim numbers each
+(at most 256 × 16 × 16 = 65,536), so the largest answer stays a few MB and well under 0.5 s."""
+MAX_HEADS = 16
+MAX_HEAD_DIM = 16
+STAGE_FIELDS = ("method", "ulysses", "seq", "heads", "kv_heads", "head_dim", "causal", "balance",
+                "seed")
+"""The fields of the worked example that a real run takes (its cp is the world size): the
+worker's command line and the check's comparison are derived from this list."""
+
+
+class ContextParallelParams(SceneParams):
+    method: Method = "ring"                 # how each query meets every key (Megatron cp_comm_type)
+    cp: Cp = 4                              # context-parallel size: ranks sharing one sequence
+    ulysses: UlyssesDegree = 2              # hybrid: all-to-all group; a ring of cp/ulysses groups
+    seq: Seq = 16                           # tokens of the worked example (≤ 256)
+    heads: Heads = 4                        # query heads of the worked example (≤ 16)
+    kv_heads: KvHeads = 2                   # key/value heads: head h reads h // (heads/kv_heads)
+    head_dim: HeadDim = 4                   # d: dimensions per head (≤ 16)
+    causal: bool = True                     # a token attends to itself and earlier tokens only
+    balance: Balance = "none"               # none: contiguous blocks; zigzag: chunks r and 2cp−1−r
+    seed: Seed = 0                          # seed of Q, K and V
+    preset: ModelPreset = "llama3-8b"       # the real model of the memory and time panels
+    context: Seq = 131072                   # tokens of one sequence at scale (Llama 3: 128k)
+    micro_batch: MicroBatch = 1             # sequences per micro-batch b at scale
+    recompute: Recompute = "selective"      # none: keep the s² softmax; selective: FlashAttention
+    gpu: GpuModel = "h100-80"               # the GPU of the wall and of the overlap condition
+    gpu_tflops: GpuTflops | None = None     # matmul rate (empty: the GPU's dense BF16 peak)
+    alpha_us: AlphaUs = 5.0                 # α: latency of one message
+    intra_node_gbs: IntraNodeGBs = 450.0    # NVLink inside a node (H100: 450 GB/s each way)
+    inter_node_gbs: InterNodeGBs = 50.0     # InfiniBand between nodes (400 Gb/s ≈ 50 GB/s)
+    gpus_per_node: GpusPerNode = 8          # GPUs one NVLink domain holds
+
+    @field_validator("gpu_tflops", mode="before")
+    @classmethod
+    def _blank_is_peak(cls, value):
+        return None if isinstance(value, str) and value.strip() == "" else value
+
+    @property
+    def ring_size(self) -> int:
+        """Ranks in each ring: cp for ring, 1 for ulysses, cp / ulysses for hybrid."""
+        return self.cp // self.a2a_size
+
+    @property
+    def a2a_size(self) -> int:
+        """Ranks in each all-to-all group: 1 for ring and all_gather, cp for ulysses."""
+        return {"ring": 1, "all_gather": 1, "ulysses": self.cp, "hybrid": self.ulysses}[
+            self.method]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ContextParallelParams:
+        for name, most, why in (("seq", MAX_SEQ, "the long context of the panels is `context`"),
+                                ("heads", MAX_HEADS, "the model's own heads are the preset's"),
+                                ("head_dim", MAX_HEAD_DIM, "every number is shown")):
+            value = getattr(self, name)
+            if value > most:
+                raise Invalid(name, f"{name} ({value}) is more than this worked example computes "
+                                    f"number by number: use {name} ≤ {most} ({why})")
+        h, kv = self.heads, self.kv_heads
+        if kv > h:
+            raise Invalid("kv_heads", f"kv_heads ({kv}) must not exceed heads ({h})")
+        if h % kv:
+            raise Invalid("kv_heads", f"kv_heads ({kv}) must divide heads ({h}): each key/value "
+                                      f"head serves a whole group of query heads — try kv_heads "
+                                      f"{_divisors_near(h, kv)}")
+        parts = 2 * self.cp if self.balance == "zigzag" else self.cp
+        if self.seq % parts:
+            how = (f"2·cp ({parts}): zigzag cuts it into 2·cp chunks" if self.balance == "zigzag"
+                   else f"cp ({parts}): each rank holds seq/cp tokens")
+            raise Invalid("seq", f"seq ({self.seq}) must be divisible by {how} — try seq "
+                                 f"{nearby_multiples(self.seq, parts, MAX_SEQ)}")
+        if self.method == "ulysses":
+            for name, value in (("heads", h), ("kv_heads", kv)):
+                if value % self.cp:
+                    raise Invalid("cp", f"cp ({self.cp}) must divide {name} ({value}) for "
+                                        f"ulysses: each rank attends with {name}/cp whole heads "
+                                        f"— try cp {_divisors_near(value, self.cp, low=2)}")
+        if self.method == "hybrid":
+            u = self.ulysses
+            for name, value in (("cp", self.cp), ("heads", h), ("kv_heads", kv)):
+                if value % u:
+                    raise Invalid("ulysses", f"ulysses ({u}) must divide {name} ({value}) for "
+                                             f"hybrid: cp = ulysses × ring size and each rank "
+                                             f"of an all-to-all group takes heads/ulysses heads "
+                                             f"— try ulysses {_divisors_near(value, u)}")
+        return self
+
+
+def _divisors_near(n: int, k: int, low: int = 1) -> str:
+    """Divisors of n (≥ low) nearest k, in words: "2 or 4"."""
+    below = [d for d in range(low, min(k, n) + 1) if n % d == 0]
+    above = next((d for d in range(k + 1, n + 1) if n % d == 0), None)
+    options = ([below[-1]] if below else []) + ([above] if above else [])
+    return " or ".join(map(str, options)) or str(n)
