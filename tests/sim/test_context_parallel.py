@@ -1,13 +1,12 @@
 """Context parallelism against references that know nothing about ranks: attention written out
 query by query in this file, token ownership and volumes written from DESIGN.md's sentences,
 unmasked pairs counted by brute force, and the published formulas (Korthikanti Table 2, Liu et
-al.'s c ≥ F/B, the α–β model of app/sim/collective_cost.py)."""
+al.'s c ≥ F/B, the α–β model of app/sim/collectives/cost.py)."""
 
 from __future__ import annotations
 
 import json
 import math
-import time
 
 import numpy as np
 import orjson
@@ -16,16 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.params import ParamsError, parse
-from app.sim.collective_cost import Links, collective_time_us, ring_time_us
+from app.sim.collectives.cost import Links, collective_time_us, ring_time_us
 from app.sim.context_parallel import cost, memory, wall
 from app.sim.context_parallel.attention import reference_attention
 from app.sim.context_parallel.inputs import make_inputs
 from app.sim.context_parallel.layout import a2a_groups, owner, ring_groups, tokens_table
 from app.sim.context_parallel.methods import heads_to_seq, seq_to_heads
 from app.sim.context_parallel.params import MAX_SEQ, ContextParallelParams
-from app.sim.context_parallel.simulate import _at_scale, simulate
+from app.sim.context_parallel.simulate import simulate
 from app.sim.context_parallel.volumes import elements_sent
-from app.sim.memory_fit import GPUS
+from app.sim.memory.fit import GPUS
 from app.sim.models import PRESETS
 
 TOL = 1e-9
@@ -510,25 +509,10 @@ def test_json_contract():
     assert all(m["time"] is not None for m in body["scale"]["time"]["methods"])
 
 
-def best_ms(fn, repeats=5):
-    times = []
-    for _ in range(repeats):
-        _at_scale.cache_clear()
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return min(times)
-
-
-def test_defaults_run_in_under_100_ms():
-    p = P()
-    assert best_ms(lambda: simulate(p).to_dict()) < 100
-
-
-def test_the_largest_worked_example_stays_bounded():
-    """DESIGN's budget for any accepted query is 500 ms, measured by ``make bench`` on a quiet
-    machine (this one answers in ~60 ms there); the bound here is looser so that a loaded test
-    machine does not fail it, and still catches a Python loop per score."""
-    p = P(method="ring", cp=64, seq=256, heads=16, kv_heads=16, head_dim=16, balance="zigzag")
-    assert best_ms(lambda: orjson.dumps(simulate(p).to_dict()), repeats=3) < 1500
-    assert len(orjson.dumps(simulate(p).to_dict())) < 12 * 2**20
+def test_the_largest_worked_example_stays_small():
+    """DESIGN's bounds: any accepted query answers under 5 MB (its time, < 500 ms, is a
+    ``make bench`` row, not a test)."""
+    for p in (P(method="ring", cp=64, seq=256, heads=16, kv_heads=16, head_dim=16,
+                balance="zigzag"),
+              P(method="hybrid", cp=64, ulysses=8, seq=256, heads=16, kv_heads=16, head_dim=16)):
+        assert len(orjson.dumps(simulate(p).to_dict())) < 5 * 10**6

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 
 from app.sim.context_parallel.params import STAGE_FIELDS, ContextParallelParams  # noqa: E402
 from app.sim.context_parallel.simulate import simulate  # noqa: E402
-from app.verify_context_parallel import CHECK, compare, worker_args  # noqa: E402
+from app.scenes.context_parallel.check import CHECK, compare, worker_args  # noqa: E402
 from tests.workers.launch import torchrun  # noqa: E402
 
 SIZES = {"seq": 16, "heads": 8, "kv_heads": 4, "head_dim": 4, "seed": 11}

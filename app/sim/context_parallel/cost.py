@@ -6,7 +6,7 @@ layout at scale — contiguous blocks or zigzag chunks of the real context. A st
 as its slowest rank: with a causal mask and contiguous blocks the last rank computes a full
 block in every step while rank 0 idles, with zigzag every rank computes half a block.
 
-Communication, with the α–β model of chapter 2 (app/sim/collective_cost.py: a message costs
+Communication, with the α–β model of chapter 2 (app/sim/collectives/cost.py: a message costs
 α + bytes/β on the link it takes, NVLink inside a node, InfiniBand between nodes):
 
     ring        cp − 1 steps of one K/V block (2·c·H_kv·d 16-bit numbers) to the next rank,
@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.sim.collective_cost import Links, collective_time_us, ring_time_us
+from app.sim.collectives.cost import Links, collective_time_us, ring_time_us
 from app.sim.context_parallel.layout import chunk_bounds, chunk_count, rank_chunks
 from app.sim.context_parallel.memory import a2a_degree, feasible
 from app.sim.flops import attention_core_flops, layer_forward_flops

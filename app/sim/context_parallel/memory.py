@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.sim.context_parallel.wall import Coefficients, coefficients
-from app.sim.memory_fit import GPUS
+from app.sim.memory.fit import GPUS
 from app.sim.models import ModelShape
 
 ACT_BYTES = 2

@@ -34,7 +34,7 @@ from app.sim.context_parallel.methods import Run, run
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.volumes import elements_sent
 from app.sim.context_parallel.wall import CONTEXTS, Wall, wall
-from app.sim.memory_fit import GPUS
+from app.sim.memory.fit import GPUS
 from app.sim.models import PRESETS
 from app.sim.trace import Frame, plain, readonly
 

@@ -10,7 +10,7 @@ Per transformer layer and micro-batch of b sequences of s tokens (a query heads,
     attention FLOPs      4·b·s²·h      QKᵀ and the product with V, forward; a causal mask halves
                                        what a kernel that skips masked blocks computes
     activations          Korthikanti et al. 2022, Table 2: sbh(34 + 5as/h) for GPT-3, from
-                                       app.sim.activations (GQA and SwiGLU generalised); with
+                                       app.sim.memory.activations (GQA and SwiGLU generalised); with
                                        FlashAttention the 5as/h terms go and the logsumexp comes
 
 so the scores grow with s² while everything else grows with s. The wall is where a GPU stops
@@ -26,11 +26,11 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.sim import activations
+from app.sim.memory import activations
 from app.sim.flops import attention_core_flops, layer_forward_flops
-from app.sim.memory_fit import GPUS
+from app.sim.memory.fit import GPUS
 from app.sim.models import ModelShape
-from app.sim.tp_scale import layer_shape
+from app.sim.tensor_parallel.scale import layer_shape
 
 CONTEXTS: tuple[int, ...] = tuple(2 ** k for k in range(10, 21))   # 1,024 … 1,048,576 tokens
 SCORE_BYTES = 2          # 16-bit scores

@@ -19,7 +19,7 @@ import numpy as np
 
 from app.sim.context_parallel.params import STAGE_FIELDS as STAGE
 from app.sim.context_parallel.volumes import elements_sent
-from app.verify.jobs import Check, Verdict
+from app.jobs.runner import Check, Verdict
 
 TOLERANCE = 1e-9
 
