@@ -4,6 +4,9 @@ gathering results on rank 0, timing, and writing the JSON report.
 Workers run as ``torchrun [--standalone | --nnodes …] --nproc-per-node N workers/<scene>.py``.
 torchrun sets RANK, LOCAL_RANK and WORLD_SIZE; the backend is NCCL when CUDA devices are
 present (each rank on ``cuda:LOCAL_RANK``) and gloo otherwise, unless ``--backend`` says.
+An option that carries a field of the scene's params model is made by :func:`add_fields` from
+that field (DESIGN principle 13); each worker builds its command line in a ``parser()`` that
+tests import (tests/api/test_real_run_commands.py).
 """
 
 from __future__ import annotations
