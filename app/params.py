@@ -23,7 +23,7 @@ from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlencode
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from app.sim.models import PRESETS
 
@@ -292,6 +292,27 @@ def field_range(model: type[SceneParams], name: str) -> tuple[float | None, floa
     """(low, high) bounds of a numeric field, for sliders."""
     (low, _), (high, _) = _bounds(model.model_fields[name])
     return low, high
+
+
+def field_type(model: type[SceneParams], name: str) -> Any:
+    """The type of ``model.name``, looking inside ``X | None``: int, float, bool, str or a
+    Literal (for a command line's ``type`` and ``choices``)."""
+    return _unwrap(model.model_fields[name])[0]
+
+
+def check_field(model: type[SceneParams], name: str, value: Any) -> Any:
+    """``value`` validated as ``model.name`` on its own (its type and range, not the model's
+    cross-field invariants); ValueError, with :func:`describe`'s words, when it is not one."""
+    try:
+        return _adapter(model, name).validate_python(value)
+    except ValidationError:
+        raise ValueError(f"{name} must be {describe(model, name)} (got {value!r})") from None
+
+
+@lru_cache(maxsize=None)
+def _adapter(model: type[SceneParams], name: str) -> TypeAdapter:
+    annotation, metadata = _unwrap(model.model_fields[name])
+    return TypeAdapter(Annotated[(annotation, *metadata)] if metadata else annotation)
 
 
 def _unwrap(field) -> tuple[Any, list]:

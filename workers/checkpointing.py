@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import time
 
-from common import arguments, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
 from memory import REPLICATED, finish_mesh_run, mesh_groups, model_arguments, model_shape
 from memory_model import Stage
 from saved_tensors import SavedTensors
+
+from app.sim.checkpointing.params import CheckpointParams
 
 
 def strategy(text: str) -> tuple[str, int]:
@@ -129,19 +131,24 @@ def accumulate(args, model: Stage, g, dp_group, dp: int, dp_rank: int, device) -
             "grad_norm": float(torch.sqrt(sum((w.double() ** 2).sum() for w in whole)))}
 
 
+def parser():
+    """The command line: the model (workers/memory.py model_arguments), the strategies to
+    measure, and the scene's recompute and grad_accum (app.sim.checkpointing.params)."""
+    out = arguments(__doc__.splitlines()[0])
+    model_arguments(out, CheckpointParams)
+    out.add_argument("--strategies", nargs="+", type=strategy,
+                     default=[("none", 1), ("selective", 1), ("full", 1)],
+                     help="recompute strategies to measure: none, selective, full, full:k")
+    add_fields(out, CheckpointParams, ["recompute", "grad_accum"],
+               notes={"recompute": "the strategy the accumulated micro-batches use",
+                      "grad_accum": "on each data-parallel rank"})
+    out.add_argument("--every", type=int, default=1,
+                     help="k: layers per checkpointed segment under full recompute")
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    model_arguments(parser)
-    parser.add_argument("--strategies", nargs="+", type=strategy,
-                        default=[("none", 1), ("selective", 1), ("full", 1)],
-                        help="recompute strategies to measure: none, selective, full, full:k")
-    parser.add_argument("--recompute", choices=("none", "selective", "full"), default="full",
-                        help="the strategy the accumulated micro-batches use")
-    parser.add_argument("--every", type=int, default=1,
-                        help="k: layers per checkpointed segment under full recompute")
-    parser.add_argument("--grad-accum", type=int, default=1,
-                        help="micro-batches per optimizer step on each data-parallel rank")
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     g, dp_group, dp, dp_rank = mesh_groups(rank, world, args.tp, args.sequence_parallel)
     shape = model_shape(args)

@@ -15,7 +15,7 @@ to 64 ranks is exact.
 from __future__ import annotations
 
 
-from common import arguments, finish, gather, median_us, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, median_us, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
@@ -25,6 +25,7 @@ from app.sim.collectives.schedules import ALGORITHMS, OPS, build
 # torch 2.13 renamed the tensor-in, tensor-out collectives; older releases have the old names
 ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+from app.sim.collectives.params import CollectiveParams
 from app.sim.collectives.simulate import make_inputs
 
 
@@ -113,18 +114,22 @@ def run_case(op: str, algorithm: str, count: int, seed: int, root: int, rank: in
             "timing": timing}
 
 
+def parser():
+    """The command line: the scene's op, algorithm, count, seed and root
+    (app.sim.collectives.params), or several cases at once."""
+    out = arguments(__doc__.splitlines()[0])
+    add_fields(out, CollectiveParams, ["op", "algorithm"],
+               choices={"op": OPS, "algorithm": ALGORITHMS})
+    out.add_argument("--cases", default="",
+                     help="several op:algorithm pairs, comma-separated, run in one launch "
+                          "(e.g. all_reduce:ring,all_reduce:tree); overrides --op/--algorithm")
+    add_fields(out, CollectiveParams, ["count", "seed", "root"])
+    out.add_argument("--repeats", type=int, default=7, help="timed repetitions (median)")
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--op", choices=OPS, default="all_reduce")
-    parser.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
-    parser.add_argument("--cases", default="",
-                        help="several op:algorithm pairs, comma-separated, run in one launch "
-                             "(e.g. all_reduce:ring,all_reduce:tree); overrides --op/--algorithm")
-    parser.add_argument("--count", type=int, required=True)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--root", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=7, help="timed repetitions (median)")
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     cases = ([tuple(case.split(":")) for case in args.cases.split(",")] if args.cases
              else [(args.op, args.algorithm)])

@@ -4,6 +4,9 @@ gathering results on rank 0, timing, and writing the JSON report.
 Workers run as ``torchrun [--standalone | --nnodes …] --nproc-per-node N workers/<scene>.py``.
 torchrun sets RANK, LOCAL_RANK and WORLD_SIZE; the backend is NCCL when CUDA devices are
 present (each rank on ``cuda:LOCAL_RANK``) and gloo otherwise, unless ``--backend`` says.
+An option that carries a field of the scene's params model is made by :func:`add_fields` from
+that field (DESIGN principle 13); each worker builds its command line in a ``parser()`` that
+tests import (tests/api/test_real_run_commands.py).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Literal, get_args, get_origin
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # so `python workers/x.py` and torchrun find the app package
@@ -22,6 +27,8 @@ if str(ROOT) not in sys.path:  # so `python workers/x.py` and torchrun find the 
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+from app.params import check_field, describe, field_type  # noqa: E402
 
 
 def arguments(description: str) -> argparse.ArgumentParser:
@@ -33,6 +40,57 @@ def arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--hold-seconds", type=float, default=0.0,
                         help="wait this long before starting (lets tests kill a live worker)")
     return parser
+
+
+def add_fields(parser: argparse.ArgumentParser, model, names: Iterable[str], *,
+               choices: Mapping[str, Iterable] | None = None,
+               notes: Mapping[str, str] | None = None) -> None:
+    """An option for each of the params model's fields ``names`` (DESIGN principle 13): flag
+    ``--field-name``, its type, range and default the model's, its help the field's description
+    and range (app.params.describe). A Literal gives choices — ``choices[name]`` narrows them to
+    what this worker can run —, a bool false by default a ``store_true`` flag; ``notes[name]``
+    adds what the option means to this worker."""
+    choices, notes = choices or {}, notes or {}
+    for name in names:
+        field = model.model_fields[name]
+        kind = field_type(model, name)
+        flag = "--" + name.replace("_", "-")
+        store_true = kind is bool and field.default is False
+        words = (field.description, None if store_true else describe(model, name),
+                 notes.get(name))
+        text = "; ".join(w for w in words if w).replace("%", "%%") or None
+        if store_true:
+            parser.add_argument(flag, action="store_true", help=text)
+            continue
+        options = {}
+        if get_origin(kind) is Literal:
+            allowed = tuple(choices.get(name, get_args(kind)))
+            if not set(allowed) <= set(get_args(kind)):
+                raise ValueError(f"{flag}: {allowed} are not all {describe(model, name)}")
+            options["choices"] = allowed
+            kind = type(allowed[0])
+        elif name in choices:
+            raise ValueError(f"{flag}: choices narrow only a Literal field")
+        parser.add_argument(flag, type=_field_value(model, name, kind), default=field.default,
+                            help=text, **options)
+
+
+def _field_value(model, name: str, kind: type):
+    """argparse's ``type`` for a field: the text as ``kind`` (``true``/``false`` for a bool),
+    then validated by the model's field type (its range)."""
+    def parse(text: str):
+        try:
+            if kind is bool and text not in ("true", "false"):
+                raise ValueError(text)
+            value = text == "true" if kind is bool else kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be {describe(model, name)} "
+                                             f"(got {text!r})") from None
+        try:
+            return check_field(model, name, value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return parse
 
 
 def run_config(args: argparse.Namespace) -> dict:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 
-from common import arguments, finish, gather, run_config, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, run_config, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
@@ -35,6 +35,7 @@ from memory_model import Stage
 from saved_tensors import SavedTensors
 from torch import nn
 
+from app.sim.memory.params import MemoryParams
 from app.sim.mesh import Mesh
 from app.sim.models import ModelShape
 
@@ -162,15 +163,14 @@ def train_step(args, model: Stage, g: Groups, dp_group, dp: int, dp_rank: int,
     }
 
 
-def model_arguments(parser) -> None:
+def model_arguments(parser, model=MemoryParams) -> None:
     """The flags that shape the model and its tensor parallelism (workers/checkpointing.py
-    takes them too)."""
+    takes them too, from its own params ``model``): the scaled-down sizes the check computes
+    (required), then the scene's micro_batch, tp and sequence_parallel."""
     parser.add_argument("--family", choices=("gpt", "llama"), required=True)
     for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "seq"):
         parser.add_argument(f"--{flag}", type=int, required=True)
-    parser.add_argument("--micro-batch", type=int, default=1)
-    parser.add_argument("--tp", type=int, default=1)
-    parser.add_argument("--sequence-parallel", action="store_true")
+    add_fields(parser, model, ["micro_batch", "tp", "sequence_parallel"])
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -211,16 +211,19 @@ def finish_mesh_run(args, measured: dict, started: float, *, rank: int, world: i
     finish(report, rank, args.out)
 
 
+def parser():
+    """The command line: the model (:func:`model_arguments`) and the scene's pp, zero,
+    recompute, optimizer and precision (app.sim.memory.params)."""
+    out = arguments(__doc__.splitlines()[0])
+    model_arguments(out)
+    add_fields(out, MemoryParams, ["pp", "zero", "recompute", "optimizer", "precision"],
+               choices={"optimizer": OPTIMIZERS},
+               notes={"pp": "micro-batches in flight on the first stage"})
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    model_arguments(parser)
-    parser.add_argument("--pp", type=int, default=1, help="pipeline stages: micro-batches in "
-                                                         "flight on the first stage")
-    parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
-    parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    parser.add_argument("--precision", choices=("fp32", "mixed"), default="mixed")
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     g, dp_group, dp, dp_rank = mesh_groups(rank, world, args.tp, args.sequence_parallel)
     shape = model_shape(args)

@@ -22,12 +22,13 @@ comparison measures torch.optim alone.
 from __future__ import annotations
 
 
-from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from app.sim.optimizer.params import OptimizerParams
 from app.sim.optimizer.simulate import SIMULATED, make_problem
 
 
@@ -71,20 +72,18 @@ def state_bytes(optimizer: torch.optim.Optimizer, param: torch.Tensor, precision
     return kept
 
 
+def parser():
+    """The command line: the scene's fields (app.sim.optimizer.params), the optimizers the scene
+    animates."""
+    out = arguments(__doc__.splitlines()[0])
+    add_fields(out, OptimizerParams, ["optimizer", "precision", "size", "steps", "lr", "momentum",
+                                      "beta1", "beta2", "eps", "weight_decay", "seed"],
+               choices={"optimizer": SIMULATED})
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--optimizer", choices=SIMULATED, required=True)
-    parser.add_argument("--precision", choices=("fp32", "mixed"), default="fp32")
-    parser.add_argument("--size", type=int, required=True)
-    parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--lr", type=float, required=True)
-    parser.add_argument("--momentum", type=float, default=0.9)
-    parser.add_argument("--beta1", type=float, default=0.9)
-    parser.add_argument("--beta2", type=float, default=0.999)
-    parser.add_argument("--eps", type=float, default=1e-8)
-    parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     a_np, c_np, w0_np = make_problem(args.size, args.seed)
     a, c = torch.tensor(a_np, device=device), torch.tensor(c_np, device=device)

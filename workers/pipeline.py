@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import time
 
-from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
 import torch
 from torch import nn
@@ -25,6 +25,7 @@ from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining import schedules as torch_schedules
 
 from app.sim.pipeline.orders import SCHEDULE_KINDS
+from app.sim.pipeline.params import PipelineParams
 from app.sim.pipeline.schedules import stage_to_rank
 
 CLASSES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
@@ -82,14 +83,19 @@ def unpipelined(model: list[nn.Module], x: torch.Tensor, y: torch.Tensor):
     return float(loss), [[p.grad.reshape(-1).tolist() for p in b.parameters()] for b in model]
 
 
+def parser():
+    """The command line: the scene's schedule, microbatches and chunks (app.sim.pipeline.params,
+    the schedules torch has a class for), and the small model's own sizes."""
+    out = arguments(__doc__.splitlines()[0])
+    add_fields(out, PipelineParams, ["schedule", "microbatches", "chunks"],
+               choices={"schedule": sorted(CLASSES)})
+    out.add_argument("--width", type=int, default=8, help="features of every Linear")
+    out.add_argument("--seed", type=int, default=0)
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--schedule", choices=sorted(CLASSES), required=True)
-    parser.add_argument("--microbatches", type=int, required=True)
-    parser.add_argument("--chunks", type=int, default=1)
-    parser.add_argument("--width", type=int, default=8, help="features of every Linear")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     kind = SCHEDULE_KINDS[args.schedule]
     chunks = kind.chunks or args.chunks

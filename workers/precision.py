@@ -40,12 +40,13 @@ every rank's results as JSON; app/scenes/precision/check.py compares them with t
 from __future__ import annotations
 
 
-from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from app.sim.precision.params import PrecisionParams
 from app.sim.precision.simulate import SAMPLES, make_gradients
 
 DTYPES = {"fp32": (torch.float32, torch.int32), "fp16": (torch.float16, torch.int16),
@@ -177,17 +178,17 @@ def fp8(first: np.ndarray, lo: int, hi: int, margin: int, device: torch.device) 
     return results
 
 
+def parser():
+    """The command line: the scene's fields (app.sim.precision.params); a negative number goes
+    as --value=-1e-05."""
+    out = arguments(__doc__.splitlines()[0])
+    add_fields(out, PrecisionParams, ["value", "grad_center", "grad_spread", "steps",
+                                      "init_scale_log2", "growth_interval", "seed", "fp8_margin"])
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--value", type=float, required=True)
-    parser.add_argument("--grad-center", type=float, required=True)
-    parser.add_argument("--grad-spread", type=float, required=True)
-    parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--init-scale-log2", type=int, default=16)
-    parser.add_argument("--growth-interval", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--fp8-margin", type=int, default=0)
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     shards = np.array_split(np.arange(SAMPLES), world)
     lo, hi = int(shards[rank][0]), int(shards[rank][-1]) + 1

@@ -18,13 +18,14 @@ rank 0 writes each rank's output, weight gradients, input gradient and log as JS
 from __future__ import annotations
 
 
-from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
 from app.sim.tensor_parallel.inputs import BLOCKS, make_inputs
+from app.sim.tensor_parallel.params import TensorParallelParams
 
 # torch 2.13 renamed the single-tensor collectives; the old names still work, with a warning
 ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -251,20 +252,19 @@ def run(block: str, inp, sp: bool, heads: int, device) -> dict:
             "comm": list(LOG)}
 
 
+def parser():
+    """The command line: the scene's block and sizes (app.sim.tensor_parallel.params)."""
+    out = arguments(__doc__.splitlines()[0])
+    add_fields(out, TensorParallelParams, ["block", "tokens", "hidden", "ffn", "heads", "vocab",
+                                           "seed", "sequence_parallel"], choices={"block": BLOCKS})
+    out.add_argument("--suite", action="store_true",
+                     help="run every block with and without sequence parallelism in this one "
+                          "job; the report lists them under 'suite' (the tests use this)")
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--block", choices=BLOCKS, default="column")
-    parser.add_argument("--tokens", type=int, required=True)
-    parser.add_argument("--hidden", type=int, required=True)
-    parser.add_argument("--ffn", type=int, default=16)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--vocab", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sequence-parallel", action="store_true")
-    parser.add_argument("--suite", action="store_true",
-                        help="run every block with and without sequence parallelism in this one "
-                             "job; the report lists them under 'suite' (the tests use this)")
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     configs = ([(b, sp) for b in BLOCKS for sp in (False, True)] if args.suite
                else [(args.block, args.sequence_parallel)])

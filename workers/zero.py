@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import time
 
-from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import zero_replay as hand
+from app.sim.data_parallel.params import DataParallelParams
 from app.sim.data_parallel.training import ALGORITHMS
 from app.sim.tiny_mlp import BETA1, BETA2, EPS, LR, TinyMLP, batch, init_params
+from app.sim.zero.params import ZeroParams
 
 
 def data(model, seed, step, world, micro_batch, rank):
@@ -152,17 +154,20 @@ def scenario_buckets(spec: str) -> list[list[int]]:
     return [[order[i] for i in group] for group in groups]
 
 
+def parser():
+    """The command line: the algorithm (the scene's stage or mode), the tiny model's training
+    (app.sim.zero.params; chapter 4's fields are the same types) and DDP's buckets
+    (app.sim.data_parallel.params)."""
+    out = arguments(__doc__.splitlines()[0])
+    out.add_argument("--algorithm", choices=ALGORITHMS, required=True)
+    add_fields(out, ZeroParams, ["steps", "seed", "mlp_layers", "mlp_width", "micro_batch"])
+    add_fields(out, DataParallelParams, ["bucket_mb"])
+    out.add_argument("--scenario-buckets", default="", help="PRESET,BYTES,MIB")
+    return out
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--algorithm", choices=ALGORITHMS, required=True)
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--mlp-layers", type=int, default=3)
-    parser.add_argument("--mlp-width", type=int, default=2)
-    parser.add_argument("--micro-batch", type=int, default=2)
-    parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
-    parser.add_argument("--scenario-buckets", default="", help="PRESET,BYTES,MIB")
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, _, backend = start(args, "gloo" if args.backend == "auto" else args.backend)
     torch.manual_seed(0)
     model = TinyMLP(args.mlp_layers, args.mlp_width)

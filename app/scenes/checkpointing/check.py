@@ -69,7 +69,14 @@ def strategy_flag(t) -> str:
     return t.recompute if t.k == 1 else f"full:{t.k}"
 
 
-def worker_args(small) -> list[str]:
+def worker_argv(p) -> list[str]:
+    """workers/checkpointing.py's command line for ``p``: its scaled-down copy
+    (:func:`scaled_params`)."""
+    return scaled_argv(scaled_params(p))
+
+
+def scaled_argv(small) -> list[str]:
+    """The command line of the scaled-down copy ``small`` itself."""
     trace = simulate(small)
     return (model_args(trace.model, small.micro_batch, small.tp, small.sequence_parallel)
             + ["--strategies", *(strategy_flag(t) for t in trace.strategies),
@@ -156,7 +163,7 @@ def compare(params, trace, report: dict) -> Verdict:
              "header": ["", "simulation", "measured (saved-tensor hooks)", "difference"],
              "rows": rows}
     return Verdict(not problems, round(max(worst, grad_error), 6), detail,
-                   {"table": table, "notes": notes, "scaled": worker_args(small),
+                   {"table": table, "notes": notes, "scaled": scaled_argv(small),
                     "max_diff_text": f"{worst:.2%} in bytes, {grad_error:.1e} in gradients"})
 
 
@@ -219,6 +226,6 @@ def _count(n: int, noun: str) -> str:
 CHECK = Check(
     worker="workers/checkpointing.py",
     world=world,
-    args=lambda p: worker_args(scaled_params(p)),
+    args=worker_argv,
     compare=compare,
 )

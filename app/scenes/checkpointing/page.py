@@ -6,6 +6,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.checkpointing import deck as view
 from app.scenes.checkpointing import deck_svg as checkpointing_svg
@@ -32,13 +33,8 @@ def page_view(p: CheckpointParams, trace, frame: int) -> dict:
     small = scaled_params(p)
     return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
             "iteration_chart": view.iteration_chart(trace), "model": trace.model,
-            "presets": PRESETS, "torchrun": torchrun_command(p), "scaled": small,
+            "presets": PRESETS, "torchrun": torchrun_line(CHECK, p), "scaled": small,
             "scaled_model": model_of(small)}
-
-
-def torchrun_command(p: CheckpointParams) -> str:
-    return (f"torchrun --standalone --nproc-per-node {CHECK.world(p)} workers/checkpointing.py "
-            f"{' '.join(CHECK.args(p))} --out report.json")
 
 
 def form_view() -> dict:

@@ -89,10 +89,15 @@ def torch_call(op: str, root: int) -> str:
     }[op]
 
 
+def worker_argv(p) -> list[str]:
+    """workers/collective.py's command line for ``p``."""
+    return ["--op", p.op, "--algorithm", p.algorithm, "--count", str(p.count),
+            "--seed", str(p.seed), "--root", str(p.root)]
+
+
 CHECK = Check(
     worker="workers/collective.py",
     world=lambda p: p.world,
-    args=lambda p: ["--op", p.op, "--algorithm", p.algorithm, "--count", str(p.count),
-                    "--seed", str(p.seed), "--root", str(p.root)],
+    args=worker_argv,
     compare=compare,
 )

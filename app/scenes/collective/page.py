@@ -9,10 +9,11 @@ from markupsafe import Markup
 from app.caches import DECKS, memoised
 from app.draw.fmt import human_bytes, human_time_us
 from app.draw.plot import line_chart
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.collective import deck as view
 from app.scenes.collective import deck_svg as collective_svg
-from app.scenes.collective.check import torch_call
+from app.scenes.collective.check import CHECK, torch_call
 from app.sim.collectives.cost import BYTES_PER_ELEMENT
 from app.sim.collectives.params import CollectiveParams
 from app.sim.collectives.schedules import SPLITTING_OPS, SUPPORTED
@@ -34,7 +35,8 @@ def page_view(p: CollectiveParams, trace, frame: int) -> dict:
             "stats_bytes": p.count * BYTES_PER_ELEMENT[p.dtype],
             "busbw_formula": f"{factor} = {trace.stats.busbw_factor:.3g}",
             "panel_sent_bytes": max(trace.stats.elements_sent) / p.count * p.cost_bytes,
-            "swatches": view.rank_swatches(p.world), "torchrun": torchrun_command(p)}
+            "swatches": view.rank_swatches(p.world),
+            "torchrun": torchrun_line(CHECK, p, gpus_per_node=p.gpus_per_node)}
 
 
 def form_view() -> dict:
@@ -63,14 +65,3 @@ def cost_chart(p: CollectiveParams, trace):
         title=f"{p.op} on {p.world} ranks: time against message size",
         x_log=True, y_log=True, x_format=human_bytes, y_format=human_time_us,
         x_tick_base=4, x_tick_every=2, markers=markers)
-
-
-def torchrun_command(p: CollectiveParams) -> str:
-    nodes = -(-p.world // p.gpus_per_node)
-    per_node = min(p.world, p.gpus_per_node)
-    args = (f"--op {p.op} --algorithm {p.algorithm} --count {p.count} --seed {p.seed} "
-            f"--root {p.root} --out report.json")
-    if nodes == 1:
-        return f"torchrun --standalone --nproc-per-node {per_node} workers/collective.py {args}"
-    return (f"torchrun --nnodes {nodes} --nproc-per-node {per_node} --rdzv-backend c10d "
-            f"--rdzv-endpoint $HEAD_NODE:29500 workers/collective.py {args}")

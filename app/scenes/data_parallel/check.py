@@ -42,7 +42,8 @@ def _size(trace, tensor: int) -> int:
     return TinyMLP(p.mlp_layers, p.mlp_width).tensor_sizes()[tensor]
 
 
-def worker_args(p) -> list[str]:
+def worker_argv(p) -> list[str]:
+    """workers/zero.py's command line for chapter 4's ``p`` (DDP: its buckets too)."""
     args = ["--algorithm", ALGORITHM[p.mode], "--steps", str(p.steps), "--seed", str(p.seed),
             "--mlp-layers", str(p.mlp_layers), "--mlp-width", str(p.mlp_width),
             "--micro-batch", str(p.micro_batch)]
@@ -52,4 +53,4 @@ def worker_args(p) -> list[str]:
     return args
 
 
-CHECK = Check(worker="workers/zero.py", world=lambda p: p.dp, args=worker_args, compare=compare)
+CHECK = Check(worker="workers/zero.py", world=lambda p: p.dp, args=worker_argv, compare=compare)

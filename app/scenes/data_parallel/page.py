@@ -8,6 +8,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.data_parallel import deck as view
 from app.scenes.data_parallel import deck_svg as data_parallel_svg
@@ -30,7 +31,7 @@ FIRST_SCRIPT = (Path(__file__).resolve().parents[3] / "workers" / "first_ddp.py"
 
 def page_view(p: DataParallelParams, trace, frame: int) -> dict:
     return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p, trace),
-            **view.panels(trace), "torchrun": torchrun_command(p),
+            **view.panels(trace), "torchrun": torchrun_line(CHECK, p),
             "first_script": FIRST_SCRIPT, "launch": launch_commands(trace.torchrun()),
             "model_params": PRESETS[p.preset].param_count()}
 
@@ -56,8 +57,3 @@ def launch_commands(info: dict) -> list[str]:
     return [f"# node {n}: torchrun --nnodes {info['nodes']} --nproc-per-node "
             f"{info['nproc_per_node']} --node-rank {n} --master-addr $HEAD --master-port 29500 "
             f"workers/first_ddp.py" for n in sorted(set(shown))]
-
-
-def torchrun_command(p: DataParallelParams) -> str:
-    return (f"torchrun --standalone --nproc-per-node {p.dp} workers/zero.py "
-            f"{' '.join(CHECK.args(p))} --out report.json")

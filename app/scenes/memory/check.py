@@ -81,7 +81,9 @@ def model_args(m: ModelShape, micro_batch: int, tp: int, sequence_parallel: bool
             "--tp", str(tp)] + (["--sequence-parallel"] if sequence_parallel else [])
 
 
-def worker_args(c: MemoryConfig) -> list[str]:
+def config_argv(c: MemoryConfig) -> list[str]:
+    """workers/memory.py's command line for the set-up ``c`` (the real run's scaled copy, or
+    the page's one-node command)."""
     return model_args(c.model, c.micro_batch, c.tp, c.sequence_parallel) + [
         "--pp", str(c.pp), "--zero", str(c.zero), "--recompute", c.recompute,
         "--optimizer", c.optimizer, "--precision", c.precision]
@@ -159,13 +161,18 @@ def compare(params, trace, report: dict) -> Verdict:
     table = {"caption": "Measured beside predicted, per category", "header": columns,
              "rows": rows}
     return Verdict(passed, worst, detail, {"table": table, "notes": notes,
-                                           "scaled": worker_args(scaled)})
+                                           "scaled": config_argv(scaled)})
 
+
+
+def worker_argv(p) -> list[str]:
+    """workers/memory.py's command line for ``p``: its scaled-down copy (:func:`scaled_config`)."""
+    return config_argv(scaled_config(p.config()))
 
 
 CHECK = Check(
     worker="workers/memory.py",
     world=lambda p: scaled_config(p.config()).dp * scaled_config(p.config()).tp,
-    args=lambda p: worker_args(scaled_config(p.config())),
+    args=worker_argv,
     compare=compare,
 )

@@ -10,9 +10,10 @@ from dataclasses import replace
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.jobs.launch import torchrun_line, torchrun_text
 from app.scene import traced
 from app.scenes.memory import deck_svg as memory_svg
-from app.scenes.memory.check import scaled_config, worker_args
+from app.scenes.memory.check import CHECK, config_argv, scaled_config
 from app.scenes.memory.deck import COLOURS, NAMES, build_deck
 from app.sim.memory.activations import (
     RECOMPUTE,
@@ -96,8 +97,7 @@ def page_context(p, trace, frame: int) -> dict:
         "plan_link": (f"/memory?{p.query(**dict(trace.plan[-1].changes))}"
                       if trace.plan else ""),
         "scaled": scaled, "scaled_query": scaled_query, "scaled_world": world,
-        "torchrun": (f"torchrun --standalone --nproc-per-node {world} workers/memory.py "
-                     f"{' '.join(worker_args(scaled))} --out report.json"),
+        "torchrun": torchrun_line(CHECK, p),
         "node_command": node_command(c),
     }
 
@@ -107,8 +107,7 @@ def node_command(c) -> str:
     rest of the node data-parallel."""
     tp = min(c.tp, 8)
     node = replace(c, tp=tp, dp=max(1, 8 // tp))
-    return (f"torchrun --standalone --nproc-per-node {node.tp * node.dp} workers/memory.py "
-            f"{' '.join(worker_args(node))} --out report.json")
+    return torchrun_text(CHECK.worker, node.tp * node.dp, config_argv(node))
 
 
 def deck_svg(p, trace, frame: int):

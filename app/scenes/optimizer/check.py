@@ -110,13 +110,18 @@ def compare(params, trace, report: dict) -> Verdict:
                    {"diff_table": rounded, "tolerance": TOLERANCE, "state_bytes": measured})
 
 
+def worker_argv(p) -> list[str]:
+    """workers/optimizer.py's command line for ``p`` (floats as repr: exact round trips)."""
+    return ["--optimizer", p.optimizer, "--precision", p.precision,
+            "--size", str(p.size), "--steps", str(p.steps), "--lr", repr(p.lr),
+            "--momentum", repr(p.momentum), "--beta1", repr(p.beta1),
+            "--beta2", repr(p.beta2), "--eps", repr(p.eps),
+            "--weight-decay", repr(p.weight_decay), "--seed", str(p.seed)]
+
+
 CHECK = Check(
     worker="workers/optimizer.py",
     world=lambda p: min(4, p.size),
-    args=lambda p: ["--optimizer", p.optimizer, "--precision", p.precision,
-                    "--size", str(p.size), "--steps", str(p.steps), "--lr", repr(p.lr),
-                    "--momentum", repr(p.momentum), "--beta1", repr(p.beta1),
-                    "--beta2", repr(p.beta2), "--eps", repr(p.eps),
-                    "--weight-decay", repr(p.weight_decay), "--seed", str(p.seed)],
+    args=worker_argv,
     compare=compare,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.optimizer import deck as view
 from app.scenes.optimizer import deck_svg as optimizer_svg
@@ -36,7 +37,7 @@ def page_view(p: OptimizerParams, trace, frame: int) -> dict:
     return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
             "bytes_table": bytes_table(p),
             "zero_rows": zero_rows(p, trace), "torch_code": torch_code(p),
-            "torchrun": torchrun_command(p), "names": OPTIMIZER_NAMES,
+            "torchrun": torchrun_line(CHECK, p), "names": OPTIMIZER_NAMES,
             "verify_world": CHECK.world(p)}
 
 
@@ -85,12 +86,6 @@ def torch_code(p: OptimizerParams) -> str:
         call = (f"torch.optim.{cls}(params, lr={p.lr:g}, betas=({p.beta1:g}, {p.beta2:g}), "
                 f"eps={p.eps:g}, weight_decay={p.weight_decay:g})")
     return call
-
-
-def torchrun_command(p: OptimizerParams) -> str:
-    args = " ".join(CHECK.args(p))
-    return (f"torchrun --standalone --nproc-per-node {CHECK.world(p)} workers/optimizer.py "
-            f"{args} --out report.json")
 
 
 def _count(n: int) -> str:

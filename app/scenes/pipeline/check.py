@@ -74,11 +74,16 @@ def compare(params, trace, report: dict) -> Verdict:
         "stage_grad_diff": per_stage, "step_us": report.get("step_us")})
 
 
+def worker_argv(p) -> list[str]:
+    """workers/pipeline.py's command line for ``p``."""
+    return ["--schedule", p.schedule, "--microbatches", str(p.microbatches),
+            "--chunks", str(p.chunks)]
+
+
 CHECK = Check(
     worker="workers/pipeline.py",
     world=lambda p: p.stages,
-    args=lambda p: ["--schedule", p.schedule, "--microbatches", str(p.microbatches),
-                    "--chunks", str(p.chunks)],
+    args=worker_argv,
     compare=compare,
     unsupported=unsupported,
 )

@@ -11,10 +11,11 @@ from markupsafe import Markup
 from app.caches import DECKS, memoised
 from app.draw.fmt import sig4
 from app.draw.plot import line_chart
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.pipeline import deck as view
 from app.scenes.pipeline import deck_svg as pipeline_svg
-from app.scenes.pipeline.check import TORCH_CLASS
+from app.scenes.pipeline.check import CHECK, TORCH_CLASS
 from app.sim.pipeline.captions import MAX_FRAMES
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.params import PipelineParams
@@ -43,7 +44,7 @@ def page_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
             "bubble_chart": bubble_chart(p, trace), "memory_chart": memory_chart(trace),
             "orders": orders_preview(trace), "sends": sends_preview(trace),
             "torch_class": TORCH_CLASS.get(p.schedule),
-            "torchrun": torchrun_command(p), "max_frames": MAX_FRAMES,
+            "torchrun": torchrun_line(CHECK, p), "max_frames": MAX_FRAMES,
             "interleaved_memory": interleaved_memory(p, trace)}
 
 
@@ -135,9 +136,3 @@ def sends_preview(trace: PipelineTrace, ranks: int = 4, width: int = 40) -> list
         tokens = with_sends(trace.schedule, trace.flat, trace.links, r)
         out.append((r, " ".join(tokens[:width]) + (" …" if len(tokens) > width else "")))
     return out
-
-
-def torchrun_command(p: PipelineParams) -> str:
-    return (f"torchrun --standalone --nproc-per-node {p.stages} workers/pipeline.py "
-            f"--schedule {p.schedule} --microbatches {p.microbatches} --chunks {p.chunks} "
-            f"--out report.json")

@@ -297,14 +297,19 @@ def compare(params, trace, report: dict) -> Verdict:
          "notes": tally.notes})
 
 
+def worker_argv(p) -> list[str]:
+    """workers/precision.py's command line for ``p``: --name=value for the floats, which
+    argparse would otherwise read as an option when negative (-1e-05)."""
+    return [f"--value={p.value!r}", f"--grad-center={p.grad_center!r}",
+            f"--grad-spread={p.grad_spread!r}", "--steps", str(p.steps),
+            "--init-scale-log2", str(p.init_scale_log2),
+            "--growth-interval", str(p.growth_interval), "--seed", str(p.seed),
+            "--fp8-margin", str(p.fp8_margin)]
+
+
 CHECK = Check(
     worker="workers/precision.py",
     world=lambda p: 2,
-    # --name=value: argparse would read a negative number such as -1e-05 as an option
-    args=lambda p: [f"--value={p.value!r}", f"--grad-center={p.grad_center!r}",
-                    f"--grad-spread={p.grad_spread!r}", "--steps", str(p.steps),
-                    "--init-scale-log2", str(p.init_scale_log2),
-                    "--growth-interval", str(p.growth_interval), "--seed", str(p.seed),
-                    "--fp8-margin", str(p.fp8_margin)],
+    args=worker_argv,
     compare=compare,
 )

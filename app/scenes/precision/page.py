@@ -5,6 +5,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.precision import deck as view
 from app.scenes.precision import deck_svg as precision_svg
@@ -39,7 +40,7 @@ def page_view(p: PrecisionParams, trace, frame: int) -> dict:
             "deck_title": deck_of(p).title, "formats": [FORMATS[k] for k in KEYS],
             "focus": FORMATS[p.format], "fp8_labels": {k: f.label for k, f in FORMATS.items()},
             "skipped": sum(s.found_inf for s in trace.scale_steps),
-            "torchrun": torchrun_command(p), "verify_world": CHECK.world(p)}
+            "torchrun": torchrun_line(CHECK, p), "verify_world": CHECK.world(p)}
 
 
 def form_view() -> dict:
@@ -51,9 +52,3 @@ def export_view(p, trace, frame: int) -> dict:
     return {"deck_svg": precision_svg.scale_svg(context["deck"], frame, standalone=True,
                                                 caption=tuple(context["caption"]),
                                                 style=deck_style(standalone=True))}
-
-
-def torchrun_command(p: PrecisionParams) -> str:
-    args = " ".join(CHECK.args(p))
-    return (f"torchrun --standalone --nproc-per-node {CHECK.world(p)} workers/precision.py "
-            f"{args} --out report.json")

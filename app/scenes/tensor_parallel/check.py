@@ -104,12 +104,13 @@ def _describe(calls) -> str:
                      for op, pass_, n, red in calls) or "none"
 
 
-def worker_args(p) -> list[str]:
+def worker_argv(p) -> list[str]:
+    """workers/tensor_parallel.py's command line for ``p``."""
     args = ["--block", p.block, "--tokens", str(p.tokens), "--hidden", str(p.hidden),
             "--ffn", str(p.ffn), "--heads", str(p.heads), "--vocab", str(p.vocab),
             "--seed", str(p.seed)]
     return args + (["--sequence-parallel"] if p.sequence_parallel else [])
 
 
-CHECK = Check(worker="workers/tensor_parallel.py", world=lambda p: p.tp, args=worker_args,
+CHECK = Check(worker="workers/tensor_parallel.py", world=lambda p: p.tp, args=worker_argv,
               compare=compare)

@@ -9,10 +9,12 @@ from functools import lru_cache
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.tensor_parallel import deck as view
 from app.scenes.tensor_parallel import deck_svg as tp_svg
 from app.scenes.tensor_parallel import panels as tp_panels
+from app.scenes.tensor_parallel.check import CHECK
 from app.sim.models import PRESETS
 from app.sim.tensor_parallel.params import TensorParallelParams
 from app.sim.tensor_parallel.simulate import BLOCK_TITLES, simulate
@@ -40,7 +42,7 @@ def deck_markup(p: TensorParallelParams, frame: int) -> Markup:
 def page_view(p: TensorParallelParams, trace, frame: int) -> dict:
     return {"deck": deck_of(p), "deck_svg": deck_markup(p, frame),
             "block_title": BLOCK_TITLES[p.block],
-            "torchrun": torchrun_command(p), **tp_panels.panels(p, trace)}
+            "torchrun": torchrun_line(CHECK, p), **tp_panels.panels(p, trace)}
 
 
 def form_view() -> dict:
@@ -53,10 +55,3 @@ def export_view(p: TensorParallelParams, trace, frame: int) -> dict:
     return {"deck_svg": tp_svg.render(
         view.build_deck(trace, only=frame), frame, standalone=True, style=tp_style(True),
         caption=tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3]))}
-
-
-def torchrun_command(p: TensorParallelParams) -> str:
-    sp = " --sequence-parallel" if p.sequence_parallel else ""
-    return (f"torchrun --standalone --nproc-per-node {p.tp} workers/tensor_parallel.py "
-            f"--block {p.block} --tokens {p.tokens} --hidden {p.hidden} --ffn {p.ffn} "
-            f"--heads {p.heads} --vocab {p.vocab} --seed {p.seed}{sp} --out report.json")

@@ -64,10 +64,11 @@ def compare(params, trace, report: dict) -> Verdict:
     return compare_training(trace.training, report)
 
 
-def worker_args(p) -> list[str]:
+def worker_argv(p) -> list[str]:
+    """workers/zero.py's command line for ``p`` (the hand-written algorithm: zero<stage>)."""
     return ["--algorithm", f"zero{p.stage}", "--steps", str(p.steps), "--seed", str(p.seed),
             "--mlp-layers", str(p.mlp_layers), "--mlp-width", str(p.mlp_width),
             "--micro-batch", str(p.micro_batch)]
 
 
-CHECK = Check(worker="workers/zero.py", world=lambda p: p.dp, args=worker_args, compare=compare)
+CHECK = Check(worker="workers/zero.py", world=lambda p: p.dp, args=worker_argv, compare=compare)

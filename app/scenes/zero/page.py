@@ -7,6 +7,7 @@ import textwrap
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.zero import deck as view
 from app.scenes.zero import deck_svg as zero_svg
@@ -25,7 +26,7 @@ def deck_svg(p: ZeroParams, frame: int) -> Markup:
 
 def page_view(p: ZeroParams, trace, frame: int) -> dict:
     return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p, trace),
-            **panels(trace), "torchrun": torchrun_command(p)}
+            **panels(trace), "torchrun": torchrun_line(CHECK, p)}
 
 
 def form_view() -> dict:
@@ -37,9 +38,3 @@ def export_view(p: ZeroParams, trace, frame: int) -> dict:
     return {"deck_svg": zero_svg.render(view.build_deck(trace, upto=frame), frame,
                                         standalone=True, caption=caption,
                                         style=deck_style(standalone=True))}
-
-
-def torchrun_command(p: ZeroParams) -> str:
-    args = " ".join(CHECK.args(p))
-    return (f"torchrun --standalone --nproc-per-node {p.dp} workers/zero.py {args} "
-            f"--out report.json")
