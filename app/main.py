@@ -20,6 +20,7 @@ from app.scenes import (
     collective,
     data_parallel,
     memory,
+    moe,
     optimizer,
     pipeline,
     precision,
@@ -29,7 +30,8 @@ from app.scenes import (
 from app.templating import STATIC, asset_version, render
 
 SCENES = (memory.SCENE, collective.SCENE, optimizer.SCENE, data_parallel.SCENE, zero.SCENE,
-          tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE, checkpointing.SCENE)
+          tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE, checkpointing.SCENE,
+          moe.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not
