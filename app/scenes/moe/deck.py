@@ -36,24 +36,24 @@ from app.sim.moe.capacity import WEIGHT_GRID
 from app.sim.moe.captions import human_bytes, num
 from app.sim.moe.dispatch import expert_mlp
 
-WIDTH, HEIGHT = 1040, 600
+WIDTH, HEIGHT = 1040, 540
 FONT = 14                       # the smallest text: 12.9 px when the deck is 960 px wide
 TABLE_ROWS, TABLE_COLUMNS = 16, 16
 SUB_COLUMNS = 64
 """at most this many (expert, sending rank) bins; beyond, one bar per expert"""
-ARROW_SLOTS = 12
-"""top-k arrows drawn (with their gate weights) for the first tokens, up to this many"""
+ARROW_SLOTS = 8
+"""top-k arrows drawn for the first tokens, up to this many; token 0's carry its gate weights"""
 RANK_COLUMNS = 8
 STRIP_VALUES = 16
 PURPLES = ("#f2f0f7", "#dadaeb", "#bcbddc", "#9e9ac8", "#807dba", "#6a51a3", "#4a1486")
 CHOSEN = "#3f007d"
-COVER_TOP = 50
+COVER_TOP = 46
 
 # the two halves' regions
-TABLE_X0, TABLE_X1, TABLE_Y0, TABLE_Y1 = 84, 470, 100, 548
-BIN_X0, BIN_X1, BIN_Y0, BIN_Y1 = 530, 1020, 104, 500
-MAT_X0, MAT_Y0, MAT_SIZE = 74, 112, 300
-COL_X0, COL_X1, COL_Y0, COL_Y1 = 430, 1020, 86, 548
+TABLE_X0, TABLE_X1, TABLE_Y0, TABLE_Y1 = 84, 470, 92, 500
+BIN_X0, BIN_X1, BIN_Y0, BIN_Y1 = 530, 1020, 96, 448
+MAT_X0, MAT_Y0, MAT_SIZE = 74, 120, 250
+COL_X0, COL_X1, COL_Y0, COL_Y1 = 430, 1020, 80, 496
 
 
 @dataclass(frozen=True)
@@ -126,12 +126,17 @@ def deck_title(p) -> str:
             f"ep {p.ep}")
 
 
+LEVELS = tuple(ramp(PURPLES, k / 10) for k in range(11))
+"""the value ramp in 11 steps: few fills, so a frame's cells batch into few paths"""
+
+
 def value_fill(t: float) -> str:
-    return ramp(PURPLES, t)
+    """A value's shade, ``t`` ∈ [0, 1] (clipped)."""
+    return LEVELS[min(10, max(0, int(round(t * 10))))] if t == t else LEVELS[0]
 
 
 def _cells(boxes: dict[str, list[str]], x: float, y: float, w: float, h: float, fill: str):
-    boxes[fill].append(f"M{coord(x)},{coord(y)}h{coord(w)}v{coord(h)}h{coord(-w)}z")
+    boxes[fill].append("M%.1f,%.1fh%.1fv%.1fh%.1fz" % (x, y, w, h, -w))
 
 
 def _batch(boxes: dict[str, list[str]], texts=(), dx=0.0, dy=0.0) -> Batch:
@@ -194,11 +199,9 @@ def _table_frame0(p, trace, tab: _Table) -> list:
     T, E = p.tokens, p.experts
     per_rank = T // p.ep
     logits = trace.logits[:tab.rows, :tab.cols]
-    items: list = [Text(20, 72, f"router logits x·W + skew·b — "
-                                f"{'first ' + str(tab.rows) + ' of ' if T > tab.rows else ''}"
-                                f"{T} tokens × "
-                                f"{'first ' + str(tab.cols) + ' of ' if E > tab.cols else ''}"
-                                f"{E} experts", size=15, cls="muted")]
+    shown = (f" · tokens 0–{tab.rows - 1} of {T}" if T > tab.rows else "") + (
+        f" · experts 0–{tab.cols - 1} of {E}" if E > tab.cols else "")
+    items: list = [Text(20, 66, f"router logits x·W + skew·b{shown}", size=15, cls="muted")]
     step = max(1, math.ceil(2.4 * FONT / tab.cw))
     items += [Text(tab.x(e) + tab.cw / 2, TABLE_Y0 - 8, f"E{e}", anchor="middle", cls="muted")
               for e in range(0, tab.cols, step)]
@@ -210,13 +213,40 @@ def _table_frame0(p, trace, tab: _Table) -> list:
             items.append(Text(TABLE_X0 - 8, tab.y(t) + tab.rh / 2 + 5, f"t{t}", anchor="end"))
     hi = float(np.abs(logits).max()) or 1.0
     items += _matrix_cells(tab, logits, -hi, hi, _logit, "logit")
+    items += _legend(p)
     return items
+
+
+def _legend(p) -> list:
+    """Under the router's half: rank chips, the value ramp, the dropped hatching."""
+    y = HEIGHT - 12
+    items: list = []
+    x = 20.0
+    ranks = min(p.ep, 4)
+    for r in range(ranks):
+        items.append(Rect(x, y - 12, 14, 14, rank_colour(r, p.ep)))
+        label = f"rank {r}" + ("" if r < ranks - 1 or p.ep == ranks else " …")
+        items.append(Text(x + 19, y, label))
+        x += 19 + _width(label) + 14
+    items.append(Text(x, y, "(a token's rank, a slot's sender)", cls="muted"))
+    x += _width("(a token's rank, a slot's sender)") + 22
+    for k, fill in enumerate(PURPLES):
+        items.append(Rect(x + 9 * k, y - 12, 9, 14, fill))
+    items.append(Text(x + 9 * len(PURPLES) + 6, y, "value: darker is larger", cls="muted"))
+    x += 9 * len(PURPLES) + 6 + _width("value: darker is larger") + 22
+    items.append(Rect(x, y - 12, 14, 14, "url(#drop-hatch)"))
+    items.append(Text(x + 19, y, "dropped", cls="muted"))
+    return items
+
+
+def _width(text: str, size: float = FONT) -> float:
+    return len(text) * 0.58 * size
 
 
 def _table_frame1(p, trace, tab: _Table) -> list:
     probs = trace.routing.probs[:tab.rows, :tab.cols]
-    items: list = [Rect(16, 56, TABLE_X1 - 12, 24, cls="panel-bg"),
-                   Text(20, 72, "softmax over all experts: each row sums to 1", size=15,
+    items: list = [Rect(16, 50, BIN_X0 - 26, 22, cls="panel-bg"),
+                   Text(20, 66, "softmax over all experts: each row sums to 1", size=15,
                         cls="muted")]
     hi = float(probs.max()) or 1.0
     items += _matrix_cells(tab, probs, 0.0, hi, _prob, "p")
@@ -238,8 +268,8 @@ def _table_frame1(p, trace, tab: _Table) -> list:
 
 def _table_frame2(p, trace, tab: _Table) -> list:
     r = trace.routing
-    items: list = [Rect(16, 56, TABLE_X1 - 12, 24, cls="panel-bg"),
-                   Text(20, 72, f"top-{p.top_k} per token, gate weights "
+    items: list = [Rect(16, 50, BIN_X0 - 26, 22, cls="panel-bg"),
+                   Text(20, 66, f"top-{p.top_k} per token, gate weights "
                                 f"({'probabilities' if p.router == 'softmax_topk' else 'softmax of the chosen logits'})",
                         size=15, cls="muted")]
     boxes: dict[str, list[str]] = defaultdict(list)
@@ -311,7 +341,7 @@ def _bin_frame(p, trace, bins: _Bins, capacity_frame: bool) -> list:
     boxes: dict[str, list[str]] = defaultdict(list)
     texts: list[Text] = []
     if not capacity_frame:
-        items.append(Text(BIN_X0, 72, "expert bins: assignments from each rank, by expert",
+        items.append(Text(BIN_X0, 66, "expert bins: assignments from each rank, by expert",
                           size=15, cls="muted"))
         items += _bin_axes(p, bins)
     order = _policy_order(p, trace) if bins.slots else {}
@@ -348,11 +378,11 @@ def _bin_frame(p, trace, bins: _Bins, capacity_frame: bool) -> list:
                                       (top - load) * bins.unit, cls="pad"))
     items.append(_batch(boxes, texts))
     if capacity_frame:
-        items.insert(0, Rect(BIN_X0 - 4, 56, BIN_X1 - BIN_X0 + 8, 24, cls="panel-bg"))
+        items.insert(0, Rect(BIN_X0 - 4, 50, BIN_X1 - BIN_X0 + 8, 22, cls="panel-bg"))
         if cap is None:
             top = int(d.load.max() if bins.per_rank else d.load.sum(axis=0).max())
             y = BIN_Y1 - top * bins.unit
-            items.append(Text(BIN_X0, 72, f"dropless: nothing dropped; static shapes pad every "
+            items.append(Text(BIN_X0, 66, f"dropless: nothing dropped; static shapes pad every "
                                           f"bin to the busiest ({top})", size=15, cls="muted"))
             items.append(Stroke(f"M{coord(BIN_X0)},{coord(y)}H{coord(BIN_X1)}", "limit"))
         else:
@@ -360,7 +390,7 @@ def _bin_frame(p, trace, bins: _Bins, capacity_frame: bool) -> list:
             y = BIN_Y1 - line * bins.unit
             what = f"capacity {cap} per expert per rank" + ("" if bins.per_rank else
                                                             f" (× {ep} ranks = {line})")
-            items.append(Text(BIN_X0, 72, f"{what}; hatched: {len(d.dropped)} dropped",
+            items.append(Text(BIN_X0, 66, f"{what}; hatched: {len(d.dropped)} dropped",
                               size=15, cls="muted"))
             items.append(Stroke(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}",
                                 "limit-halo"))
@@ -372,7 +402,7 @@ def _bin_axes(p, bins: _Bins) -> list:
     E, ep = p.experts, p.ep
     per_ep = E // ep
     items: list = [Stroke(f"M{coord(BIN_X0 - 4)},{BIN_Y1}H{coord(BIN_X1 + 4)}", "axis")]
-    step = max(1, math.ceil(2.4 * FONT / bins.expert_w))
+    step = max(1, math.ceil(_width(f"E{E - 1}  ") / bins.expert_w))
     items += [Text(bins.expert_x[e] + bins.expert_w / 2 - 1.5, BIN_Y1 + 20, f"E{e}",
                    anchor="middle", cls="muted") for e in range(0, E, step)]
     groups = ep if ep <= 16 else 0
@@ -386,8 +416,8 @@ def _bin_axes(p, bins: _Bins) -> list:
     if groups == 0:
         items.append(Text(BIN_X0, BIN_Y1 + 52, f"{ep} ranks × {per_ep} experts each",
                           cls="muted"))
-    # a count scale on the left of the bins
-    ticks = sorted({0, bins.top // 2, bins.top})
+    # a count scale on the left of the bars (slots are counted by eye)
+    ticks = [] if bins.slots else sorted({0, bins.top // 2, bins.top})
     for v in ticks:
         y = BIN_Y1 - v * bins.unit
         items.append(Text(BIN_X0 - 10, y + 5, str(v), anchor="end", cls="muted"))
@@ -412,9 +442,10 @@ def _arrows(p, trace, tab: _Table, bins: _Bins) -> tuple[Arrow, ...]:
             start = Point(TABLE_X1 + 6, tab.y(t) + tab.rh / 2)
             a = arrow(start, Point(x, y), 0.06 * (1 if slot % 2 else -1), 0, 2, head=9)
             colour = rank_colour(s, p.ep)
-            lx = start.x + 0.3 * (x - start.x)
-            ly = start.y + 0.3 * (y - start.y) - 4
-            label = _prob(float(r.weights[t, slot])) if tokens * p.top_k <= 8 or slot == 0 else ""
+            along = 0.5 + 0.35 * slot / max(p.top_k - 1, 1) if p.top_k > 1 else 0.5
+            lx = start.x + along * (x - start.x)
+            ly = start.y + along * (y - start.y) - 6
+            label = _prob(float(r.weights[t, slot])) if t == 0 and slot < 4 else ""
             out.append(Arrow(a.d, a.head, colour, label, lx, ly))
     return tuple(out)
 
@@ -432,13 +463,15 @@ class _Columns:
     sw: float                  # width of one entry
 
 
-def _columns(p) -> _Columns:
+def _columns(p, trace) -> _Columns:
     ranks = tuple(range(p.ep if p.ep <= RANK_COLUMNS else 4))
     n = len(ranks)
     gap = 10.0
     w = (COL_X1 - COL_X0 - gap * (n - 1)) / n
-    rh = 19.0
-    rows = int((COL_Y1 - 40 - (COL_Y0 + 36)) // rh)
+    room = COL_Y1 - 40 - (COL_Y0 + 36)
+    most = max(int(trace.run.rank_rows[list(ranks)].max()), 1)
+    rh = min(24.0, max(19.0, room / most))
+    rows = int(room // rh)
     label_w = 0.62 * FONT * len(f"t{p.tokens - 1}·E{p.experts - 1}") + 14
     strip = min(p.hidden, STRIP_VALUES)
     sw = min(14.0, (w - label_w - 6) / strip)
@@ -457,11 +490,26 @@ def _received(trace, dst: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def _strip(boxes, values, x: float, y: float, cols: _Columns) -> None:
+def _strip(boxes, values, x: float, y: float, cols: _Columns, scale: float) -> None:
+    """A vector's first entries, −scale (palest) … +scale (darkest)."""
     for i in range(cols.strip):
         v = float(values[i])
         _cells(boxes, x + i * cols.sw, y + 2, cols.sw - 0.6, cols.rh - 4,
-               value_fill((v + 2.0) / 4.0))
+               value_fill((v / scale + 1.0) / 2.0))
+
+
+def _expert_rows(trace, rows) -> np.ndarray:
+    """expert_e(x_t) of the listed (…, token, slot, expert) rows, (rows, hidden)."""
+    x, w_in, w_out = trace.inputs.x, trace.inputs.w_in, trace.inputs.w_out
+    out = np.zeros((len(rows), x.shape[1]))
+    for i, row in enumerate(rows):
+        t, e = row[1], row[3]
+        out[i] = expert_mlp(x[t][None, :], w_in[e], w_out[e])[0]
+    return out
+
+
+def _scale(values: np.ndarray) -> float:
+    return float(np.abs(values).max(initial=0.0)) or 1.0
 
 
 def _column_headers(p, cols: _Columns, text_of) -> list:
@@ -483,11 +531,17 @@ def _column_headers(p, cols: _Columns, text_of) -> list:
 
 def _rows_frame(p, trace, cols: _Columns, outputs: bool) -> list:
     """Frame 4 (the token vectors each rank receives) or 5 (its experts' outputs)."""
-    x, w_in, w_out = trace.inputs.x, trace.inputs.w_in, trace.inputs.w_out
+    x = trace.inputs.x
     items: list = []
+    listed = {dst: _received(trace, dst) for dst in cols.ranks}
+    shown_of = {dst: rows[:cols.rows if len(rows) <= cols.rows else cols.rows - 1]
+                for dst, rows in listed.items()}
+    values = {dst: (_expert_rows(trace, shown) if outputs else
+                    x[[row[1] for row in shown]])
+              for dst, shown in shown_of.items()}
+    scale = max((_scale(v) for v in values.values()), default=1.0)
     for k, dst in enumerate(cols.ranks):
-        rows = _received(trace, dst)
-        shown = rows[:cols.rows if len(rows) <= cols.rows else cols.rows - 1]
+        rows, shown = listed[dst], shown_of[dst]
         by_src: dict[int, list] = defaultdict(list)
         for i, row in enumerate(shown):
             by_src[row[0]].append((i, row))
@@ -500,8 +554,8 @@ def _rows_frame(p, trace, cols: _Columns, outputs: bool) -> list:
                     f"M{coord(cols.x[k])},{coord(y + 2)}h5v{coord(cols.rh - 4)}h-5z")
                 texts.append(Text(cols.x[k] + 9, y + cols.rh - 5, f"t{t}·E{e}"))
                 if cols.strip:
-                    v = expert_mlp(x[t][None, :], w_in[e], w_out[e])[0] if outputs else x[t]
-                    _strip(boxes, v, cols.x[k] + cols.w - cols.strip * cols.sw - 2, y, cols)
+                    _strip(boxes, values[dst][i], cols.x[k] + cols.w - cols.strip * cols.sw - 2,
+                           y, cols, scale)
             dx = 0.0
             if not outputs and src != dst and src in cols.ranks:
                 dx = cols.x[cols.ranks.index(src)] - cols.x[k]
@@ -514,21 +568,22 @@ def _rows_frame(p, trace, cols: _Columns, outputs: bool) -> list:
 
 def _matrix(p, values: np.ndarray, title: str, row_word: str, col_word: str) -> list:
     ep = values.shape[0]
-    cell = min(52.0, MAT_SIZE / ep)
-    items: list = [Rect(0, 56, COL_X0 - 8, MAT_Y0 + MAT_SIZE + 60 - 56, cls="panel-bg"),
-                   Text(20, 76, title, size=15, cls="muted")]
+    cell = min(96.0, MAT_SIZE / ep)
+    items: list = [Rect(0, 50, COL_X0 - 8, MAT_Y0 + MAT_SIZE + 60 - 50, cls="panel-bg"),
+                   Text(20, 66, title, size=15, cls="muted")]
     hi = max(int(values.max()), 1)
     boxes: dict[str, list[str]] = defaultdict(list)
     texts = []
     numbers = cell >= 26
+    size = 20 if cell >= 60 else 16 if cell >= 36 else FONT
     for i in range(ep):
         for j in range(ep):
             v = int(values[i, j])
             fill = value_fill(v / hi) if v else "#ffffff"
             _cells(boxes, MAT_X0 + j * cell + 1, MAT_Y0 + i * cell + 1, cell - 2, cell - 2, fill)
             if numbers:
-                texts.append(Text(MAT_X0 + (j + 0.5) * cell, MAT_Y0 + (i + 0.5) * cell + 5,
-                                  str(v), cls="", anchor="middle", fill=text_on(fill),
+                texts.append(Text(MAT_X0 + (j + 0.5) * cell, MAT_Y0 + (i + 0.5) * cell + size / 3,
+                                  str(v), size=size, cls="", anchor="middle", fill=text_on(fill),
                                   weight=700 if i != j else 0))
     items.append(_batch(boxes, texts))
     if numbers:
@@ -541,20 +596,25 @@ def _matrix(p, values: np.ndarray, title: str, row_word: str, col_word: str) -> 
                           rank_colour(i, ep)))
         items.append(Text(MAT_X0 - 18, MAT_Y0 + (i + 0.5) * cell + 5, str(i), anchor="end"))
         items.append(Text(MAT_X0 + (i + 0.5) * cell, MAT_Y0 - 8, str(i), anchor="middle"))
-    items.append(Text(MAT_X0 + ep * cell / 2, MAT_Y0 - 26 + 0, f"to ({col_word})",
+    items.append(Text(MAT_X0 + ep * cell / 2, MAT_Y0 - 28, f"to: {col_word}",
                       anchor="middle", cls="muted"))
-    items.append(Text(20, MAT_Y0 + ep * cell + 24, f"rows: from ({row_word}) · dashed: stays on the rank",
-                      cls="muted"))
+    items.append(Text(20, MAT_Y0 + ep * cell + 24, f"rows: from {row_word}", cls="muted"))
+    if numbers:
+        items.append(Text(20, MAT_Y0 + ep * cell + 44, "dashed: stays on its rank", cls="muted"))
     return items
+
+
+def _cost_top(p) -> float:
+    return MAT_Y0 + min(MAT_SIZE, p.ep * min(96.0, MAT_SIZE / p.ep)) + 70
 
 
 def _cost_lines(p, trace, y: float) -> list:
     c = trace.a2a
     busiest = float(c.bytes_sent.max())
-    lines = [f"{p.cost_tokens} tokens/rank × {p.cost_hidden} × {p.dtype}, per layer:",
-             f"busiest rank sends {human_bytes(2 * busiest)} (dispatch + combine)",
-             f"NVLink {num(2 * c.nvlink_us)} µs · InfiniBand {num(2 * c.infiniband_us)} µs",
-             f"{p.gpus_per_node} GPUs a node: {num(2 * c.time_us)} µs"]
+    lines = [f"scaled to {p.cost_tokens} tokens/rank × {p.cost_hidden} × {p.dtype}:",
+             f"busiest rank sends {human_bytes(busiest)} per all-to-all",
+             f"NVLink {num(c.nvlink_us)} µs · InfiniBand {num(c.infiniband_us)} µs",
+             f"{p.gpus_per_node} GPUs a node: {num(c.time_us)} µs; ×2 with the combine"]
     return [Text(20, y + 22 * k, line, size=15, cls="muted" if k == 0 else "ink",
                  weight=700 if k == 2 else 0) for k, line in enumerate(lines)]
 
@@ -563,8 +623,8 @@ def _ep_frame4(p, trace, cols: _Columns) -> list:
     items: list = [Rect(0, COVER_TOP, WIDTH, HEIGHT - COVER_TOP, cls="panel-bg")]
     items += _matrix(p, trace.dispatch, f"dispatch: {p.ep} × {p.ep} rows sent", "token's rank",
                      "expert's rank")
-    items += _cost_lines(p, trace, MAT_Y0 + MAT_SIZE + 90)
-    items.append(Text(COL_X0, 72, "rows each rank receives: token · expert, then its vector",
+    items += _cost_lines(p, trace, _cost_top(p))
+    items.append(Text(COL_X0, 66, "rows each rank receives: token · expert, then its vector",
                       size=15, cls="muted"))
     items += _column_headers(p, cols, lambda r, per: (
         f"rank {r} · E{r * per}–{(r + 1) * per - 1}" if per > 1 else f"rank {r} · E{r}",
@@ -576,8 +636,8 @@ def _ep_frame4(p, trace, cols: _Columns) -> list:
 def _ep_frame5(p, trace, cols: _Columns) -> list:
     rows = trace.run.rank_rows
     busiest = int(rows.max())
-    items: list = [Rect(COL_X0 - 4, 56, COL_X1 - COL_X0 + 8, 24, cls="panel-bg"),
-                   Text(COL_X0, 72, "each rank's experts run on what it received: outputs",
+    items: list = [Rect(COL_X0 - 4, 50, COL_X1 - COL_X0 + 8, 22, cls="panel-bg"),
+                   Text(COL_X0, 66, "each rank's experts run on what it received: outputs",
                         size=15, cls="muted")]
     items += _column_headers(p, cols, lambda r, per: (
         f"rank {r}: {int(rows[r])} rows" + (" — busiest" if rows[r] == busiest else ""),
@@ -598,20 +658,26 @@ def _ep_frame5(p, trace, cols: _Columns) -> list:
 def _ep_frame6(p, trace, cols: _Columns) -> list:
     items: list = _matrix(p, trace.dispatch.T, "combine: the same rows back, dispatchᵀ",
                           "expert's rank", "token's rank")
-    items += _cost_lines(p, trace, MAT_Y0 + MAT_SIZE + 90)
-    items += [Rect(COL_X0 - 6, 56, COL_X1 - COL_X0 + 12, HEIGHT - 56, cls="panel-bg"),
-              Text(COL_X0, 72, "results back on each token's rank: expert · token",
+    items += _cost_lines(p, trace, _cost_top(p))
+    items += [Rect(COL_X0 - 6, 50, COL_X1 - COL_X0 + 12, HEIGHT - 50, cls="panel-bg"),
+              Text(COL_X0, 66, "results back on each token's rank: expert · token",
                    size=15, cls="muted")]
     items += _column_headers(p, cols, lambda r, per: (f"rank {r}: its tokens' results",
                                                        f"rank {r}", f"r{r}", ""))
-    x, w_in, w_out = trace.inputs.x, trace.inputs.w_in, trace.inputs.w_out
     experts_per = p.experts // p.ep
-    for k, home in enumerate(cols.ranks):
+    listed = {}
+    for home in cols.ranks:
         rows = []
         for dst in range(p.ep):
             t, slot, e = trace.run.sent[home][dst]
             rows += [(dst, int(a), int(b), int(c)) for a, b, c in zip(t, slot, e)]
-        shown = rows[:cols.rows if len(rows) <= cols.rows else cols.rows - 1]
+        listed[home] = rows
+    shown_of = {h: rows[:cols.rows if len(rows) <= cols.rows else cols.rows - 1]
+                for h, rows in listed.items()}
+    values = {h: _expert_rows(trace, shown) for h, shown in shown_of.items()}
+    scale = max((_scale(v) for v in values.values()), default=1.0)
+    for k, home in enumerate(cols.ranks):
+        rows, shown = listed[home], shown_of[home]
         by_dst: dict[int, list] = defaultdict(list)
         for i, row in enumerate(shown):
             by_dst[row[0]].append((i, row))
@@ -624,8 +690,8 @@ def _ep_frame6(p, trace, cols: _Columns) -> list:
                     f"M{coord(cols.x[k])},{coord(y + 2)}h5v{coord(cols.rh - 4)}h-5z")
                 texts.append(Text(cols.x[k] + 9, y + cols.rh - 5, f"E{e}·t{t}"))
                 if cols.strip:
-                    _strip(boxes, expert_mlp(x[t][None, :], w_in[e], w_out[e])[0],
-                           cols.x[k] + cols.w - cols.strip * cols.sw - 2, y, cols)
+                    _strip(boxes, values[home][i], cols.x[k] + cols.w - cols.strip * cols.sw - 2,
+                           y, cols, scale)
             dx = (cols.x[cols.ranks.index(dst)] - cols.x[k]) if (dst != home and dst in cols.ranks) else 0.0
             items.append(_batch(boxes, texts, dx=dx))
         if len(rows) > len(shown):
@@ -637,8 +703,8 @@ def _ep_frame6(p, trace, cols: _Columns) -> list:
 def _ep_frame7(p, trace, cols: _Columns) -> list:
     """Each token's output y_t = Σ w·expert(x_t), listed by token."""
     r, d = trace.routing, trace.drops
-    items: list = [Rect(COL_X0 - 6, 56, COL_X1 - COL_X0 + 12, HEIGHT - 56, cls="panel-bg"),
-                   Text(COL_X0, 72, "y_t = Σ w · expert(x_t) over the kept experts", size=15,
+    items: list = [Rect(COL_X0 - 6, 50, COL_X1 - COL_X0 + 12, HEIGHT - 50, cls="panel-bg"),
+                   Text(COL_X0, 66, "y_t = Σ w · expert(x_t) over the kept experts", size=15,
                         cls="muted")]
     rh = 22.0
     n = min(p.tokens, int((COL_Y1 - COL_Y0) // rh))
@@ -648,6 +714,7 @@ def _ep_frame7(p, trace, cols: _Columns) -> list:
     boxes: dict[str, list[str]] = defaultdict(list)
     texts = []
     out = trace.run.output
+    scale = _scale(out[:n, :strip])
     for t in range(n):
         y = COL_Y0 + t * rh
         boxes[rank_colour(t // per_rank, p.ep)].append(
@@ -661,10 +728,12 @@ def _ep_frame7(p, trace, cols: _Columns) -> list:
         body = " + ".join(shown) if any(d.kept[t]) else "all dropped: residual only, 0"
         texts.append(Text(COL_X0 + 12, y + rh - 6, f"t{t} = {body}",
                           cls="ink" if any(d.kept[t]) else "bad-text"))
+        if not any(d.kept[t]):
+            continue
         for i in range(strip):
             v = float(out[t, i])
             _cells(boxes, COL_X1 - strip * sw + i * sw, y + 3, sw - 0.6, rh - 6,
-                   value_fill((v + 2.0) / 4.0))
+                   value_fill((v / scale + 1.0) / 2.0))
     items.append(_batch(boxes, texts))
     if p.tokens > n:
         items.append(Text(COL_X0 + 12, COL_Y0 + n * rh + rh - 6,
@@ -682,7 +751,7 @@ HEADERS = ("0 · tokens and router logits", "1 · softmax over the experts",
 
 def build_deck(trace) -> MoeDeck:
     p = trace.params
-    tab, bins, cols = _table(p), _bins(p, trace), _columns(p)
+    tab, bins, cols = _table(p), _bins(p, trace), _columns(p, trace)
     frames = [
         FrameView(0, HEADERS[0], tuple(_table_frame0(p, trace, tab))),
         FrameView(1, HEADERS[1], tuple(_table_frame1(p, trace, tab))),
