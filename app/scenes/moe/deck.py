@@ -481,13 +481,32 @@ def _columns(p, trace) -> _Columns:
                     sw)
 
 
-def _received(trace, dst: int) -> list[tuple[int, int, int, int]]:
-    """(src, token, slot, expert) rows rank ``dst`` receives, in its receive order."""
-    out = []
+def _received(trace, dst: int, limit: int) -> tuple[list[tuple[int, int, int, int]], int]:
+    """The first ``limit`` (src, token, slot, expert) rows rank ``dst`` receives, in its
+    receive order, and how many it receives in all."""
+    out, total = [], 0
     for src, row in enumerate(trace.run.sent):
         t, slot, e = row[dst]
-        out += [(src, int(a), int(b), int(c)) for a, b, c in zip(t, slot, e)]
-    return out
+        total += len(t)
+        room = limit - len(out)
+        if room > 0:
+            out += [(src, int(a), int(b), int(c)) for a, b, c in
+                    zip(t[:room].tolist(), slot[:room].tolist(), e[:room].tolist())]
+    return out, total
+
+
+def _returned(trace, home: int, ep: int, limit: int) -> tuple[list, int]:
+    """The first ``limit`` (expert rank, token, slot, expert) results coming back to rank
+    ``home`` in the combine, and how many come back in all."""
+    out, total = [], 0
+    for dst in range(ep):
+        t, slot, e = trace.run.sent[home][dst]
+        total += len(t)
+        room = limit - len(out)
+        if room > 0:
+            out += [(dst, int(a), int(b), int(c)) for a, b, c in
+                    zip(t[:room].tolist(), slot[:room].tolist(), e[:room].tolist())]
+    return out, total
 
 
 def _strip(boxes, values, x: float, y: float, cols: _Columns, scale: float) -> None:
@@ -533,15 +552,15 @@ def _rows_frame(p, trace, cols: _Columns, outputs: bool) -> list:
     """Frame 4 (the token vectors each rank receives) or 5 (its experts' outputs)."""
     x = trace.inputs.x
     items: list = []
-    listed = {dst: _received(trace, dst) for dst in cols.ranks}
-    shown_of = {dst: rows[:cols.rows if len(rows) <= cols.rows else cols.rows - 1]
-                for dst, rows in listed.items()}
+    listed = {dst: _received(trace, dst, cols.rows) for dst in cols.ranks}
+    shown_of = {dst: rows[:cols.rows if total <= cols.rows else cols.rows - 1]
+                for dst, (rows, total) in listed.items()}
     values = {dst: (_expert_rows(trace, shown) if outputs else
                     x[[row[1] for row in shown]])
               for dst, shown in shown_of.items()}
     scale = max((_scale(v) for v in values.values()), default=1.0)
     for k, dst in enumerate(cols.ranks):
-        rows, shown = listed[dst], shown_of[dst]
+        total, shown = listed[dst][1], shown_of[dst]
         by_src: dict[int, list] = defaultdict(list)
         for i, row in enumerate(shown):
             by_src[row[0]].append((i, row))
@@ -560,9 +579,9 @@ def _rows_frame(p, trace, cols: _Columns, outputs: bool) -> list:
             if not outputs and src != dst and src in cols.ranks:
                 dx = cols.x[cols.ranks.index(src)] - cols.x[k]
             items.append(_batch(boxes, texts, dx=dx))
-        if len(rows) > len(shown):
+        if total > len(shown):
             items.append(Text(cols.x[k] + 9, COL_Y0 + 36 + len(shown) * cols.rh + cols.rh - 5,
-                              f"+ {len(rows) - len(shown)} more rows", cls="muted"))
+                              f"+ {total - len(shown)} more rows", cls="muted"))
     return items
 
 
@@ -665,19 +684,13 @@ def _ep_frame6(p, trace, cols: _Columns) -> list:
     items += _column_headers(p, cols, lambda r, per: (f"rank {r}: its tokens' results",
                                                        f"rank {r}", f"r{r}", ""))
     experts_per = p.experts // p.ep
-    listed = {}
-    for home in cols.ranks:
-        rows = []
-        for dst in range(p.ep):
-            t, slot, e = trace.run.sent[home][dst]
-            rows += [(dst, int(a), int(b), int(c)) for a, b, c in zip(t, slot, e)]
-        listed[home] = rows
-    shown_of = {h: rows[:cols.rows if len(rows) <= cols.rows else cols.rows - 1]
-                for h, rows in listed.items()}
+    listed = {home: _returned(trace, home, p.ep, cols.rows) for home in cols.ranks}
+    shown_of = {h: rows[:cols.rows if total <= cols.rows else cols.rows - 1]
+                for h, (rows, total) in listed.items()}
     values = {h: _expert_rows(trace, shown) for h, shown in shown_of.items()}
     scale = max((_scale(v) for v in values.values()), default=1.0)
     for k, home in enumerate(cols.ranks):
-        rows, shown = listed[home], shown_of[home]
+        total, shown = listed[home][1], shown_of[home]
         by_dst: dict[int, list] = defaultdict(list)
         for i, row in enumerate(shown):
             by_dst[row[0]].append((i, row))
@@ -694,9 +707,9 @@ def _ep_frame6(p, trace, cols: _Columns) -> list:
                            y, cols, scale)
             dx = (cols.x[cols.ranks.index(dst)] - cols.x[k]) if (dst != home and dst in cols.ranks) else 0.0
             items.append(_batch(boxes, texts, dx=dx))
-        if len(rows) > len(shown):
+        if total > len(shown):
             items.append(Text(cols.x[k] + 9, COL_Y0 + 36 + len(shown) * cols.rh + cols.rh - 5,
-                              f"+ {len(rows) - len(shown)} more rows", cls="muted"))
+                              f"+ {total - len(shown)} more rows", cls="muted"))
     return items
 
 
