@@ -50,7 +50,7 @@ CHOSEN = "#3f007d"
 COVER_TOP = 46
 
 # the two halves' regions
-TABLE_X0, TABLE_X1, TABLE_Y0, TABLE_Y1 = 84, 470, 92, 500
+TABLE_X0, TABLE_X1, TABLE_Y0, TABLE_Y1 = 84, 470, 98, 500
 BIN_X0, BIN_X1, BIN_Y0, BIN_Y1 = 530, 1020, 96, 448
 MAT_X0, MAT_Y0, MAT_SIZE = 74, 120, 250
 COL_X0, COL_X1, COL_Y0, COL_Y1 = 430, 1020, 80, 496
@@ -433,7 +433,7 @@ def _arrows(p, trace, tab: _Table, bins: _Bins) -> tuple[Arrow, ...]:
     order = _policy_order(p, trace)
     place = {ts: k for items in order.values() for k, ts in enumerate(items)}
     out = []
-    tokens = min(tab.rows, max(1, ARROW_SLOTS // p.top_k))
+    tokens = min(tab.rows, max(1, ARROW_SLOTS // p.top_k) if p.top_k <= 2 else 1)
     for t in range(tokens):
         for slot in range(p.top_k):
             e, s = int(r.experts[t, slot]), t // per_rank
@@ -442,9 +442,8 @@ def _arrows(p, trace, tab: _Table, bins: _Bins) -> tuple[Arrow, ...]:
             start = Point(TABLE_X1 + 6, tab.y(t) + tab.rh / 2)
             a = arrow(start, Point(x, y), 0.06 * (1 if slot % 2 else -1), 0, 2, head=9)
             colour = rank_colour(s, p.ep)
-            along = 0.5 + 0.35 * slot / max(p.top_k - 1, 1) if p.top_k > 1 else 0.5
-            lx = start.x + along * (x - start.x)
-            ly = start.y + along * (y - start.y) - 6
+            # token 0's weights stacked beside the arrows' start, in choice order
+            lx, ly = start.x + 28, start.y - 4 + 15 * slot
             label = _prob(float(r.weights[t, slot])) if t == 0 and slot < 4 else ""
             out.append(Arrow(a.d, a.head, colour, label, lx, ly))
     return tuple(out)
