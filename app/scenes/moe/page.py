@@ -123,7 +123,9 @@ def layout_rows() -> tuple[LayoutRow, ...]:
         flops = training_flops_per_token(m)
         other = MoeLayout(layout.tp, layout.pp, layout.dp, layout.ep,
                           layout.tp if layout.etp == 1 else 1)
-        if other.etp != layout.etp and check_layout(m, other) is None:
+        if other.etp == layout.etp:
+            alternative = f"tp {layout.tp}: expert-TP and whole experts coincide"
+        elif check_layout(m, other) is None:
             s2 = per_gpu_share(m, other, zero=1)
             alternative = (f"etp {other.etp}: {s2.expert_params / 1e9:.3g} B expert params, "
                            f"{s2.total_bytes / 2**30:.3g} GiB")
