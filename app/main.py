@@ -21,6 +21,7 @@ from app.scenes import (
     collective,
     data_parallel,
     memory,
+    moe,
     optimizer,
     parallelism,
     pipeline,
@@ -32,7 +33,7 @@ from app.templating import STATIC, asset_version, render
 
 SCENES = (memory.SCENE, parallelism.SCENE, collective.SCENE, optimizer.SCENE,
           data_parallel.SCENE, zero.SCENE, tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE,
-          checkpointing.SCENE)
+          checkpointing.SCENE, moe.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not

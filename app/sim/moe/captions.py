@@ -65,8 +65,8 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
     out.append(MoeFrame(0, "tokens", (
         f"{T} tokens of {p.hidden} numbers on {ep} rank{'s' if ep > 1 else ''} ({where}). The "
         f"router scores every token against all {E} experts: logits {T} × {E} = x · W_router "
-        f"+ skew {num(p.skew)} · bias (+1 for expert 0 down to −1 for expert {E - 1}). Token "
-        f"0's logits run from {num(logits[0].min())} to {num(logits[0].max())}."),
+        f"+ skew {num(p.skew)} · bias (+1 for expert 0 down to −1 for expert {E - 1}); token "
+        f"0's run from {num(logits[0].min())} to {num(logits[0].max())}."),
         data={"token_rank": (np.arange(T) // per_rank).tolist(),
               "expert_rank": (np.arange(E) // per_ep).tolist()}))
     mean_p = routing.probs.mean(axis=0)
@@ -83,9 +83,9 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
            f"{num(w0.sum())}" if p.router == "softmax_topk" else
            f"the weights are a softmax over the {k} chosen logits and sum to 1")
     out.append(MoeFrame(2, "topk", (
-        f"Each token sends itself to its top {k} expert{'s' if k > 1 else ''} ({p.router}: "
+        f"Each token goes to its top {k} expert{'s' if k > 1 else ''} ({p.router}: "
         f"{how}); token 0 → experts {', '.join(map(str, routing.experts[0].tolist()))}. "
-        f"Before any capacity limit expert {int(load.argmax())} is chosen {int(load.max())} "
+        f"Before capacity, expert {int(load.argmax())} is chosen {int(load.max())} "
         f"times and expert {int(load.argmin())} {int(load.min())}; the mean is {num(T * k / E)}. "
         f"Load-balancing loss {num(p.aux_loss_coeff)} · {E} · Σ f·P = {num(aux, 4)} "
         f"(uniform: {num(p.aux_loss_coeff)}); z-loss = {num(zl, 4)}."),
@@ -108,13 +108,12 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
         "capacity": drops.capacity, "bins": drops.load.tolist(), "kept": drops.kept_load.tolist()}))
     sent_rows = matrix.sum(axis=1) - np.diag(matrix)
     out.append(MoeFrame(4, "dispatch", (
-        f"Dispatch all-to-all: first the split sizes ({ep} × {ep} counts), then the token "
-        f"vectors. Rank 0 keeps {int(matrix[0, 0])} rows and sends {int(sent_rows[0])} to the "
-        f"other ranks. Scaled to {p.cost_tokens} tokens per rank of a {p.cost_hidden}-wide "
-        f"{p.dtype} model, the busiest rank sends {human_bytes(a2a.bytes_sent.max())}: "
-        f"{num(a2a.nvlink_us)} µs inside one NVLink node, {num(a2a.infiniband_us)} µs with every "
-        f"rank on its own InfiniBand node ({num(a2a.time_us)} µs with {p.gpus_per_node} GPUs a "
-        f"node)."), _transfers(matrix, p.hidden, back=False), data={"dispatch": matrix.tolist()}))
+        f"Dispatch all-to-all: the split sizes ({ep} × {ep} counts), then the token vectors; "
+        f"rank 0 keeps {int(matrix[0, 0])} rows and sends {int(sent_rows[0])}. At "
+        f"{p.cost_tokens} tokens per rank of a {p.cost_hidden}-wide {p.dtype} model the busiest "
+        f"rank sends {human_bytes(a2a.bytes_sent.max())}: {num(a2a.nvlink_us)} µs on NVLink, "
+        f"{num(a2a.infiniband_us)} µs over InfiniBand, one rank a node ({num(a2a.time_us)} µs "
+        f"with {p.gpus_per_node} GPUs a node)."), _transfers(matrix, p.hidden, back=False), data={"dispatch": matrix.tolist()}))
     rows = run.rank_rows
     out.append(MoeFrame(5, "experts", (
         f"Each rank runs its {per_ep} expert{'s' if per_ep > 1 else ''} (hidden {p.hidden} → "
