@@ -18,14 +18,16 @@ refuse it, the exchange falls back to isend/irecv pairs (``--p2p`` forces that p
 
 from __future__ import annotations
 
+import argparse
 import math
 
-from common import arguments, finish, gather, run_config, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, run_config, start  # noqa: I001 (workers/ on path)
 
 import torch
 import torch.distributed as dist
 
 from app.sim.moe.capacity import WEIGHT_GRID
+from app.sim.moe.params import MoeParams
 from app.sim.moe.router import make_inputs
 
 F = torch.nn.functional
@@ -88,22 +90,22 @@ def keep_mask(chosen, weights, num_experts: int, capacity: int | None, policy: s
     return kept.view(tokens, top_k)
 
 
+MODEL_FIELDS = ("tokens", "experts", "top_k", "capacity_factor", "drop_policy", "router",
+                "aux_loss_coeff", "z_loss_coeff", "skew", "hidden", "seed")
+"""The options that are the MoE scene's parameters (app/sim/moe/params.py)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The worker's options: the scene's fields from its params model, and how to exchange."""
+    p = arguments(__doc__.splitlines()[0])
+    add_fields(p, MoeParams, MODEL_FIELDS)
+    p.add_argument("--p2p", action="store_true", help="exchange with isend/irecv")
+    return p
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=16)
-    parser.add_argument("--experts", type=int, default=8)
-    parser.add_argument("--top-k", type=int, default=2)
-    parser.add_argument("--capacity-factor", type=float, default=1.0)
-    parser.add_argument("--drop-policy", choices=("probs", "position"), default="probs")
-    parser.add_argument("--router", choices=("softmax_topk", "topk_softmax"),
-                        default="softmax_topk")
-    parser.add_argument("--aux-loss-coeff", type=float, default=0.01)
-    parser.add_argument("--z-loss-coeff", type=float, default=0.001)
-    parser.add_argument("--skew", type=float, default=1.0)
-    parser.add_argument("--hidden", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--p2p", action="store_true", help="exchange with isend/irecv")
-    args = parser.parse_args()
+    parser_ = parser()
+    args = parser_.parse_args()
     rank, world, device, backend = start(args, "gloo" if args.backend == "auto" else None)
     T, E, k, h = args.tokens, args.experts, args.top_k, args.hidden
     per_rank, per_ep = T // world, E // world

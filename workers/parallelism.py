@@ -15,11 +15,12 @@ simulation (app.sim.parallelism — the same layout code, DESIGN principle 1).
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import torch
 import torch.distributed as dist
-from common import arguments, finish, gather, run_config, start
+from common import add_fields, arguments, finish, gather, run_config, start
 from torch.distributed.device_mesh import init_device_mesh
 
 from app.sim.parallelism.layout import DENSE_AXES, EXPERT_AXES, GROUP_KINDS, Layout
@@ -41,13 +42,19 @@ def all_reduce_sum(value: int, group, device: torch.device) -> int:
     return int(t.item())
 
 
+MODEL_FIELDS = ("tp", "cp", "dp", "pp", "ep", "gpus_per_node", "order")
+"""The options that are the layout scene's parameters (app/sim/parallelism/params.py)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The worker's options, from the layout scene's params model."""
+    p = arguments(__doc__.splitlines()[0])
+    add_fields(p, ParallelismParams, MODEL_FIELDS)
+    return p
+
+
 def main() -> None:
-    parser = arguments(__doc__.splitlines()[0])
-    for name in ("tp", "cp", "dp", "pp", "ep"):
-        parser.add_argument(f"--{name}", type=int, default=1)
-    parser.add_argument("--gpus-per-node", type=int, default=8)
-    parser.add_argument("--order", default="tp-cp-ep-dp-pp")
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     layout = Layout.of(params_from(args))
     if layout.world != world:

@@ -54,6 +54,13 @@ PARAM_SETS: dict[str, list[dict]] = {
                            "sequence_parallel": "true"},
                       {"recompute": "full", "recompute_layers": "3", "grad_accum": "2",
                        "micro_batch": "1"}],
+    "parallelism": [{}, {"tp": "2", "cp": "2", "dp": "2", "pp": "1", "ep": "4",
+                         "gpus_per_node": "4"},
+                    {"tp": "1", "dp": "4", "pp": "2", "ep": "1", "order": "tp-cp-pp-ep-dp"}],
+    "moe": [{}, {"tokens": "24", "experts": "6", "top_k": "3", "ep": "3",
+                 "capacity_factor": "0", "drop_policy": "position", "router": "topk_softmax"},
+            {"skew": "2.5", "hidden": "4", "seed": "5", "aux_loss_coeff": "0.1",
+             "z_loss_coeff": "0"}],
 }
 """Query parameters; the first set of each scene is its default."""
 

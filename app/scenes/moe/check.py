@@ -85,18 +85,23 @@ def compare(params, trace, report: dict) -> Verdict:
         "rows_computed": report.get("rows_computed")})
 
 
-def worker_args(p) -> list[str]:
-    return ["--tokens", str(p.tokens), "--experts", str(p.experts), "--top-k", str(p.top_k),
-            "--capacity-factor", str(p.capacity_factor), "--drop-policy", p.drop_policy,
-            "--router", p.router, "--aux-loss-coeff", str(p.aux_loss_coeff),
-            "--z-loss-coeff", str(p.z_loss_coeff), "--skew", str(p.skew),
-            "--hidden", str(p.hidden), "--seed", str(p.seed)]
+
+
+def worker_argv(p) -> list[str]:
+    """The worker's command line for ``p``: one option per field it runs (workers/moe.py
+    builds the same options from the params model)."""
+    return [word for name in ('tokens', 'experts', 'top_k', 'capacity_factor', 'drop_policy', 'router', 'aux_loss_coeff', 'z_loss_coeff', 'skew', 'hidden', 'seed')
+            for word in ("--" + name.replace("_", "-"), _text(getattr(p, name)))]
+
+
+def _text(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 CHECK = Check(
     worker="workers/moe.py",
     world=lambda p: p.ep,
-    args=worker_args,
+    args=worker_argv,
     compare=compare,
     unsupported=unsupported,
 )

@@ -9,14 +9,19 @@ from functools import lru_cache
 from markupsafe import Markup
 
 from app.draw.plot import line_chart
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.moe import deck as view
 from app.scenes.moe import deck_svg as moe_svg
 from app.scenes.moe.check import CHECK
 from app.sim.moe.losses import METHODS
+from app.sim.moe.parallel import (
+    MoeLayout,
+    check_layout,
+    per_gpu_share,
+    training_flops_per_token,
+)
 from app.sim.moe.params import MoeParams
-from app.sim.moe.parallel import (MoeLayout, check_layout, per_gpu_share,
-                                  training_flops_per_token)
 from app.sim.moe.presets import PRESETS
 from app.sim.moe.simulate import simulate
 from app.templating import deck_style, export_context
@@ -50,7 +55,7 @@ def deck_svg(p: MoeParams, frame: int) -> Markup:
 def page_view(p: MoeParams, trace, frame: int) -> dict:
     return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p),
             "balance_chart": balance_chart(p, trace), "balance_rows": balance_rows(p, trace),
-            "layouts": layout_rows(), "torchrun": torchrun_command(p),
+            "layouts": layout_rows(), "torchrun": torchrun_line(CHECK, p),
             "dropped_share": len(trace.drops.dropped) / (p.tokens * p.top_k),
             "hf_aux": p.top_k * trace.aux_loss,
             "expert_chosen": trace.drops.load.sum(axis=0).tolist(),
@@ -138,10 +143,6 @@ def layout_rows() -> tuple[LayoutRow, ...]:
                               share.dense.optimizer + share.experts.optimizer, alternative))
     return tuple(rows)
 
-
-def torchrun_command(p: MoeParams) -> str:
-    return (f"torchrun --standalone --nproc-per-node {CHECK.world(p)} workers/moe.py "
-            f"{' '.join(CHECK.args(p))} --out report.json")
 
 
 __all__ = ["page_view", "form_view", "export_view", "METHODS"]

@@ -12,9 +12,9 @@ against its own LOCAL_WORLD_SIZE and says so.
 
 from __future__ import annotations
 
+from app.jobs.runner import Check, Verdict
 from app.sim.parallelism.layout import DENSE_AXES, EXPERT_AXES, GROUP_KINDS
 from app.sim.parallelism.torchrun import nproc_per_node, processes
-from app.jobs.runner import Check, Verdict
 
 MESH_KINDS = DENSE_AXES + EXPERT_AXES
 
@@ -86,10 +86,18 @@ def compare(params, trace, report: dict) -> Verdict:
     return Verdict(passed, float(worst), detail, {"diff_table": table})
 
 
-def worker_args(p) -> list[str]:
-    return ["--tp", str(p.tp), "--cp", str(p.cp), "--dp", str(p.dp), "--pp", str(p.pp),
-            "--ep", str(p.ep), "--gpus-per-node", str(p.gpus_per_node), "--order", p.order]
 
 
-CHECK = Check(worker="workers/parallelism.py", world=lambda p: p.world, args=worker_args,
+def worker_argv(p) -> list[str]:
+    """The worker's command line for ``p``: one option per field it runs (workers/parallelism.py
+    builds the same options from the params model)."""
+    return [word for name in ('tp', 'cp', 'dp', 'pp', 'ep', 'gpus_per_node', 'order')
+            for word in ("--" + name.replace("_", "-"), _text(getattr(p, name)))]
+
+
+def _text(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+CHECK = Check(worker="workers/parallelism.py", world=lambda p: p.world, args=worker_argv,
               compare=compare)

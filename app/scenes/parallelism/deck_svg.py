@@ -16,9 +16,17 @@ from html import escape
 
 from markupsafe import Markup
 
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
 from app.draw.fmt import coord
-from app.scenes.parallelism.deck import AXIS_COLOURS, KINDS, Box, Deck, FrameView, Path, Text
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.scenes.parallelism.deck import (
+    AXIS_COLOURS,
+    KINDS,
+    Box,
+    Deck,
+    FrameView,
+    Path,
+    Text,
+)
 
 MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 

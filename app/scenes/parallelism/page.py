@@ -8,10 +8,11 @@ from functools import lru_cache
 
 from markupsafe import Markup
 
+from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.parallelism import deck as view
 from app.scenes.parallelism import deck_svg as mesh_svg
-from app.scenes.parallelism.check import worker_args
+from app.scenes.parallelism.check import CHECK
 from app.sim.models import PRESETS
 from app.sim.parallelism.params import ParallelismParams
 from app.sim.parallelism.simulate import simulate
@@ -54,7 +55,7 @@ def page_view(p: ParallelismParams, trace, frame: int) -> dict:
             "commands": trace.launch.commands[:NODE_COMMANDS],
             "processes": trace.launch.processes[:RANK_ROWS],
             "model_name": p.model, "model": PRESETS[p.model],
-            "torchrun": torchrun_command(p)}
+            "torchrun": torchrun_line(CHECK, p)}
 
 
 def form_view() -> dict:
@@ -71,8 +72,3 @@ def export_view(p: ParallelismParams, trace, frame: int) -> dict:
                                         standalone=True, caption=caption,
                                         style=mesh_style(True))}
 
-
-def torchrun_command(p: ParallelismParams) -> str:
-    """The worker's launch on one machine (the server's real run)."""
-    return (f"torchrun --standalone --nproc-per-node {p.world} workers/parallelism.py "
-            + " ".join(worker_args(p)) + " --out report.json")

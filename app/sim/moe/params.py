@@ -16,7 +16,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from app.params import (AlphaUs, Dtype, GpusPerNode, Hidden, InterNodeGBs, IntraNodeGBs,
+from app.params import (
+    Control,AlphaUs, Dtype, GpusPerNode, Hidden, InterNodeGBs, IntraNodeGBs,
                         Invalid, SceneParams, Seed, Tokens, nearby_multiples)
 
 MAX_CELLS = 131072
@@ -56,27 +57,55 @@ RouterKind = Literal["softmax_topk", "topk_softmax"]
 
 
 class MoeParams(SceneParams):
-    tokens: RoutedTokens = 16             # T: tokens routed through the layer (all ranks together)
+    # T: tokens routed through the layer (all ranks together)
+    tokens: Annotated[RoutedTokens, Control("Tokens T", kind="number",
+        help="Routed through the layer, all ranks together (a multiple of ep).")] = 16
     experts: Experts = 8                  # E: routed experts
-    top_k: TopK = 2                       # k: experts per token
-    capacity_factor: CapacityFactor = 1.0  # expert capacity = ceil((T/ep)·k/E · cf); 0: dropless
+    # k: experts per token
+    top_k: Annotated[TopK, Control("Experts per token k", bounds=(1, 16),
+        help="1: Switch Transformer; 2: Mixtral, GShard; 8: DeepSeek-V3.")] = 2
+    # expert capacity = ceil((T/ep)·k/E · cf); 0: dropless
+    capacity_factor: Annotated[CapacityFactor, Control("Capacity factor", bounds=(0, 16), step=0.25,
+        help="capacity = ⌈(T/ep)·k/E · factor⌉ per expert per rank; 0: dropless.")] = 1.0
     drop_policy: DropPolicy = "probs"     # over capacity, drop the lowest-probability or the latest
     router: RouterKind = "softmax_topk"   # softmax then top-k (Switch, DeepSeek) or top-k then softmax (Mixtral)
     ep: Ep = 2                            # expert-parallel ranks (divides experts and tokens)
-    aux_loss_coeff: LossCoeff = 0.01      # load-balancing loss coefficient (Megatron's default 0.01 … 0.0)
-    z_loss_coeff: LossCoeff = 0.001       # router z-loss coefficient (ST-MoE used 0.001)
-    skew: Skew = 1.0                      # added skew·bias_e to the logits, bias falling from +1 to −1
-    hidden: TokenHidden = 8               # width of the token vectors and the experts' input
-    seed: Seed = 0                        # seed of the tokens, the router and the experts
-    router_steps: RouterSteps = 8         # training steps of the router shown per balancing method
-    router_lr: RouterLr = 2.0             # learning rate of those steps (on the losses at coefficient 1)
-    bias_rate: BiasRate = 0.1             # γ of the aux-loss-free bias update
-    cost_hidden: Hidden = 4096            # hidden size of the model whose all-to-all is timed
-    cost_tokens: Tokens = 4096            # tokens per rank per micro-batch in that model
+    # load-balancing loss coefficient (Megatron's default 0.01 … 0.0)
+    aux_loss_coeff: Annotated[LossCoeff, Control("Load-balancing coefficient α", kind="number", step=0.001,
+        help="Megatron's --moe-aux-loss-coeff.")] = 0.01
+    # router z-loss coefficient (ST-MoE used 0.001)
+    z_loss_coeff: Annotated[LossCoeff, Control("Router z-loss coefficient β", kind="number", step=0.0001,
+        help="ST-MoE used 0.001.")] = 0.001
+    # added skew·bias_e to the logits, bias falling from +1 to −1
+    skew: Annotated[Skew, Control("Router skew", bounds=(0, 8), step=0.25,
+        help="Adds skew · b to the logits, b falling from +1 (expert 0) to −1 (the last): the router prefers the first experts.")] = 1.0
+    # width of the token vectors and the experts' input
+    hidden: Annotated[TokenHidden, Control("Token width",
+        help="Numbers per token vector, routed and computed for real.")] = 8
+    # seed of the tokens, the router and the experts
+    seed: Annotated[Seed, Control("Seed", kind="number")] = 0
+    # training steps of the router shown per balancing method
+    router_steps: Annotated[RouterSteps, Control("Training steps", bounds=(0, 32),
+        help="Steps of router training shown per balancing method.")] = 8
+    # learning rate of those steps (on the losses at coefficient 1)
+    router_lr: Annotated[RouterLr, Control("Learning rate", kind="number", bounds=(0.001, 100), step=0.001,
+        help="Of the router's gradient steps.")] = 2.0
+    # γ of the aux-loss-free bias update
+    bias_rate: Annotated[BiasRate, Control("Bias update speed γ", bounds=(0, 1), step=0.01,
+        help="Auxiliary-loss-free balancing (DeepSeek-V3 used 0.001).")] = 0.1
+    # hidden size of the model whose all-to-all is timed
+    cost_hidden: Annotated[Hidden, Control("Model hidden size", kind="number",
+        help="Width of the dispatched activations.")] = 4096
+    # tokens per rank per micro-batch in that model
+    cost_tokens: Annotated[Tokens, Control("Tokens per rank", kind="number",
+        help="Per micro-batch, the routing above scaled to them.")] = 4096
     dtype: Dtype = "bf16"                 # element type of the dispatched activations
-    alpha_us: AlphaUs = 5.0               # α: latency of one message
-    intra_node_gbs: IntraNodeGBs = 300.0  # β⁻¹ inside a node (NVLink)
-    inter_node_gbs: InterNodeGBs = 50.0   # β⁻¹ between nodes (InfiniBand)
+    # α: latency of one message
+    alpha_us: Annotated[AlphaUs, Control("Latency α (µs)", kind="number", step=0.5)] = 5.0
+    # β⁻¹ inside a node (NVLink)
+    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink (GB/s)", kind="number", step=0.1)] = 300.0
+    # β⁻¹ between nodes (InfiniBand)
+    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand (GB/s)", kind="number", step=0.1)] = 50.0
     gpus_per_node: GpusPerNode = 8        # ranks per node
 
     @model_validator(mode="after")
