@@ -288,12 +288,6 @@ def field_comments(model: type[SceneParams]) -> dict[str, str]:
     return out
 
 
-def field_range(model: type[SceneParams], name: str) -> tuple[float | None, float | None]:
-    """(low, high) bounds of a numeric field, for sliders."""
-    (low, _), (high, _) = _bounds(model.model_fields[name])
-    return low, high
-
-
 def field_type(model: type[SceneParams], name: str) -> Any:
     """The type of ``model.name``, looking inside ``X | None``: int, float, bool, str or a
     Literal (for a command line's ``type`` and ``choices``)."""

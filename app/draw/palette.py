@@ -59,10 +59,6 @@ def rank_colour(rank: int, world: int) -> str:
     return ramp(VIRIDIS, rank / (world - 1))
 
 
-def rank_colours(world: int) -> list[str]:
-    return [rank_colour(r, world) for r in range(world)]
-
-
 @lru_cache(maxsize=4096)
 def text_on(colour: str) -> str:
     """Black or white, whichever reads better on ``colour`` (WCAG relative luminance)."""

@@ -77,14 +77,6 @@ class Mesh:
         moved = np.moveaxis(self.ranks, self.axes.index(axis), -1)  # (..., size_axis)
         return [tuple(int(r) for r in row) for row in moved.reshape(-1, moved.shape[-1])]
 
-    def ring_next(self, rank: int, axis: str) -> int:
-        group = self.group(rank, axis)
-        return group[(group.index(rank) + 1) % len(group)]
-
-    def ring_prev(self, rank: int, axis: str) -> int:
-        group = self.group(rank, axis)
-        return group[(group.index(rank) - 1) % len(group)]
-
 
 def node_of(rank: int, gpus_per_node: int) -> int:
     """The node that holds ``rank`` when ranks fill nodes in order (torchrun's default)."""

@@ -136,12 +136,6 @@ PRESETS: dict[str, ModelShape] = {m.name: m for m in (
 )}
 
 
-def ptdp_param_count(layers: int, hidden: int, vocab: int, seq: int) -> float:
-    """Narayanan et al. 2021 (PTD-P), §5.1: P = 12lh²(1 + 13/(12h) + (V + s)/(12lh))."""
-    l, h = layers, hidden
-    return 12 * l * h * h * (1 + 13 / (12 * h) + (vocab + seq) / (12 * l * h))
-
-
 def resolve(preset: str, *, layers: int | None = None, hidden: int | None = None,
             heads: int | None = None, kv_heads: int | None = None, ffn: int | None = None,
             vocab: int | None = None, seq: int | None = None) -> ModelShape:

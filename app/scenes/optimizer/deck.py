@@ -18,7 +18,6 @@ from app.draw.palette import ramp, text_on
 from app.draw.plot import line_chart
 
 WIDTH, HEIGHT = 1280, 720
-LABEL_RIGHT = 292
 GRID_LEFT, GRID_RIGHT, GRID_TOP = 310, 1262, 104
 ROW_H_MAX = 62
 BOTTOM_TOP = 556

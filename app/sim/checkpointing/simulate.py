@@ -54,10 +54,6 @@ if TYPE_CHECKING:
 
 FRAMES_TARGET = 60
 """Frames the deck aims for: long models step several layers per frame."""
-STATES = ("empty", "full", "selective", "checkpoint", "dropped", "recomputed", "done")
-"""What a layer holds: nothing yet; all its activations; all but the attention scores; its
-input only (a checkpoint); nothing (inside a checkpointed segment); activations recomputed for
-backward; freed after its backward."""
 
 
 @dataclass(frozen=True)

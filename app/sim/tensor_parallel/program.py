@@ -21,8 +21,6 @@ REPLICATED = -1
 SUMMED = -2
 """the value was just completed by a collective that summed every rank's contribution"""
 
-PASSES = ("setup", "forward", "backward", "check")
-
 
 @dataclass(frozen=True)
 class Operand:
