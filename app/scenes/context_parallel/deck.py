@@ -32,13 +32,13 @@ from app.draw.fmt import coord
 from app.draw.palette import rank_colour, text_on
 from app.sim.context_parallel.captions import METHOD_NAMES
 
-WIDTH, HEIGHT = 1040, 540
+WIDTH, HEIGHT = 1040, 490
 FONT = 14                       # the smallest text: 12.9 px when the deck is 960 px wide
 DETAIL_RANKS = 8
 ARROWS = 8
-MX0, MY0, MSIZE = 64, 104, 360  # the score matrix
-RX0, RX1, RY0, RY1 = 480, 1024, 64, 404   # the rank rows
-BX0, BX1, BY0, BY1 = 560, 1010, 436, 512  # the work bars
+MX0, MY0, MSIZE = 64, 100, 340  # the score matrix
+RX0, RX1, RY0, RY1 = 480, 1024, 60, 372   # the rank rows
+BX0, BX1, BY0, BY1 = 560, 1010, 404, 462  # the work bars
 COVER_TOP = 46
 
 
@@ -175,16 +175,13 @@ class _Matrix:
                 items.append(Text(MX0 - 18, y + self.cell / 2 + 5, str(r), anchor="end"))
         items += [Text(MX0 + MSIZE / 2, MY0 - 10, f"keys 0 … {p.seq - 1} →", anchor="middle"),
                   Text(20, MY0 - 10, "rank", cls="muted"),
-                  Text(MX0, MY0 + MSIZE + 22, "queries ↓ · each block: that rank's scores",
+                  Text(MX0, MY0 + MSIZE + 22,
+                       ("queries ↓ · a group's block: each rank its heads"
+                        if p.a2a_size > 1 else "queries ↓ · each block: that rank's scores"),
                        cls="muted"),
                   Text(MX0, MY0 + MSIZE + 42,
                        ("hatched: above the causal diagonal, never computed" if p.causal
                         else "no mask: every block is computed"), cls="muted")]
-        if self.cell < 16:
-            items.append(Text(MX0, MY0 + MSIZE + 62, f"rank r of a row: colour bar (r = 0 … "
-                                                    f"{p.cp - 1}, top to bottom in "
-                                                    f"{'zigzag' if p.balance == 'zigzag' else 'order'})",
-                              cls="muted"))
         return items
 
 
@@ -218,7 +215,7 @@ def build_deck(trace) -> CpDeck:
         for colour, blocks in _computed_blocks(p, trace, mat, k).items():
             d = "".join(mat.cell_path(qc, kc) for qc, kc in sorted(blocks))
             if d:
-                items.append(Path(d, fill=colour, cls="filled"))
+                items.append(Path(d, fill=colour, cls="filled" if mat.cell >= 8 else ""))
                 current.append(Path(d, cls="changed-box"))
         done += np.array([rf.unmasked_scores for rf in frame.ranks])
         items += _rank_panel(p, trace, k, done)
@@ -265,18 +262,29 @@ def _rank_panel(p, trace, k: int, done: np.ndarray) -> list:
         items.append(Text(RX0 + 300, y + 21, _doing(p, trace, frame, rf), weight=700
                           if rf.computed else 0, cls="ink" if not rf.skipped else "bad-text"))
         if rf.rows and h >= 40:
-            row = rf.rows[0]
-            f = row["correction"]
-            items.append(Text(RX0 + 80, y + 41,
-                              f"query {row['token']}: m {_num(row['m_before'])} → "
-                              f"{_num(row['m_after'])} · l {_num(row['l_before'])} × "
-                              f"e^(m−m′) {_num(f)} = {_num(row['l_rescaled'])}, + block → "
-                              f"l′ {_num(row['l_after'])}", cls="muted"))
+            items.append(_softmax_text(rf, y + 41))
     if p.cp > DETAIL_RANKS:
         y, _ = _row_y(p, 3)
         items.append(Text(RX0 + 80, y + 21, f"⋮  ranks 3 … {p.cp - 2} alike", cls="muted"))
     items += _bars(p, done)
     return items
+
+
+def _softmax_text(rf, y: float) -> Text:
+    """The online softmax of the shown row that this step changed most, in numbers:
+    m → m′, and l′ = l·e^(m−m′) + the block's Σ e^(S−m′)."""
+    row = max(rf.rows, key=lambda r: r["l_after"] - r["l_rescaled"])
+    added = row["l_after"] - row["l_rescaled"]
+    if not rf.computed:
+        text = f"q{row['token']}: m {_num(row['m_after'])}, l {_num(row['l_after'])} unchanged"
+    elif row["m_before"] is None:
+        text = (f"q{row['token']}: m −∞ → {_num(row['m_after'])}   "
+                f"l′ = 0 + {_num(added)} = {_num(row['l_after'])}")
+    else:
+        text = (f"q{row['token']}: m {_num(row['m_before'])} → {_num(row['m_after'])}   "
+                f"l′ = {_num(row['l_before'])}×{_num(row['correction'])} + {_num(added)} = "
+                f"{_num(row['l_after'])}")
+    return Text(RX0 + 80, y, text, cls="muted")
 
 
 def _doing(p, trace, frame, rf) -> str:
@@ -332,9 +340,9 @@ def _result_panel(p, trace) -> list:
     dims = min(p.head_dim, 3)
     y = RY0 + 50
     items.append(Text(RX0 + 10, y, "token", cls="muted"))
-    items.append(Text(RX0 + 80, y, "context parallel", cls="muted"))
-    items.append(Text(RX0 + 260, y, "plain softmax(QKᵀ/√d)V", cls="muted"))
-    items.append(Text(RX0 + 460, y, "|diff|", cls="muted"))
+    items.append(Text(RX0 + 66, y, "context parallel", cls="muted"))
+    items.append(Text(RX0 + 250, y, "plain attention", cls="muted"))
+    items.append(Text(RX0 + 434, y, "|diff|", cls="muted"))
     for t in range(min(p.seq, 8)):
         y += 24
         cpv, ref = trace.output[t, 0, :dims], trace.reference[t, 0, :dims]
@@ -343,9 +351,9 @@ def _result_panel(p, trace) -> list:
                           tip=f"token {t} is rank {owner}'s"))
         items.append(Text(RX0 + 32, y, str(t), anchor="middle", fill=text_on(
             rank_colour(owner, p.cp)), cls=""))
-        items.append(Text(RX0 + 80, y, " ".join(f"{x:+.4f}" for x in cpv).replace("-", "−")))
-        items.append(Text(RX0 + 260, y, " ".join(f"{x:+.4f}" for x in ref).replace("-", "−")))
-        items.append(Text(RX0 + 460, y, f"{np.abs(cpv - ref).max():.0e}"))
+        items.append(Text(RX0 + 66, y, " ".join(f"{x:+.3f}" for x in cpv).replace("-", "−")))
+        items.append(Text(RX0 + 250, y, " ".join(f"{x:+.3f}" for x in ref).replace("-", "−")))
+        items.append(Text(RX0 + 434, y, f"{np.abs(cpv - ref).max():.0e}"))
     items.append(Text(RX0 + 10, y + 36, f"max |difference| over all {p.seq}×{p.heads}×"
                                         f"{p.head_dim} numbers: {trace.max_abs_error:.1e}",
                       weight=700, cls="good-text" if trace.max_abs_error <= 1e-9 else "bad-text"))
