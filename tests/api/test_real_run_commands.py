@@ -54,6 +54,12 @@ PARAM_SETS: dict[str, list[dict]] = {
                            "sequence_parallel": "true"},
                       {"recompute": "full", "recompute_layers": "3", "grad_accum": "2",
                        "micro_batch": "1"}],
+    "context-parallel": [{}, {"method": "ulysses", "cp": "2", "heads": "6", "kv_heads": "2",
+                              "causal": "false", "seq": "10", "seed": "5"},
+                         {"method": "hybrid", "cp": "8", "ulysses": "2", "balance": "zigzag",
+                          "seq": "32", "heads": "8", "kv_heads": "4", "head_dim": "3"},
+                         {"method": "all_gather", "cp": "3", "seq": "12", "heads": "3",
+                          "kv_heads": "1"}],
 }
 """Query parameters; the first set of each scene is its default."""
 
