@@ -19,6 +19,7 @@ from app.routes.verify import verify_router
 from app.scenes import (
     checkpointing,
     collective,
+    context_parallel,
     data_parallel,
     memory,
     moe,
@@ -33,7 +34,7 @@ from app.templating import STATIC, asset_version, render
 
 SCENES = (memory.SCENE, parallelism.SCENE, collective.SCENE, optimizer.SCENE,
           data_parallel.SCENE, zero.SCENE, tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE,
-          checkpointing.SCENE, moe.SCENE)
+          checkpointing.SCENE, context_parallel.SCENE, moe.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not

@@ -1,7 +1,7 @@
 """Run context-parallel attention for real and count what every rank sends.
 
     torchrun --standalone --nproc-per-node 4 workers/context_parallel.py --method ring \
-        --seq 16 --heads 4 --kv-heads 2 --head-dim 4 --causal --balance zigzag --seed 0 \
+        --seq 16 --heads 4 --kv-heads 2 --head-dim 4 --causal true --balance zigzag --seed 0 \
         --out report.json
 
 Each rank takes the scene's seeded Q, K, V (app.sim.context_parallel.inputs.make_inputs, the
@@ -33,7 +33,7 @@ sends is what a ring all-gather sends (gloo's and NCCL's are rings): (world − 
 
 from __future__ import annotations
 
-from common import arguments, finish, gather, start  # noqa: I001 (workers/ on path)
+from common import add_fields, arguments, finish, gather, start  # noqa: I001 (workers/ on path)
 
 import math
 
@@ -228,22 +228,19 @@ def reference(cfg: dict, world: int, device) -> list:
     return out[0].transpose(0, 1).cpu().tolist()                        # (seq, heads, d)
 
 
+def parser():
+    """The command line: the worked example's fields (STAGE_FIELDS of
+    app.sim.context_parallel.params, from the params model; cp is the world size) and --suite."""
+    out = arguments(__doc__.splitlines()[0])
+    add_fields(out, ContextParallelParams, STAGE)
+    out.add_argument("--suite", action="store_true",
+                     help="run every method of SUITE on this job's sizes, the report lists "
+                          "them under 'suite' (the tests use this)")
+    return out
+
+
 def main() -> None:
-    fields = ContextParallelParams.model_fields
-    parser = arguments(__doc__.splitlines()[0])
-    for name in STAGE:
-        flag = "--" + name.replace("_", "-")
-        info = fields[name]
-        if info.annotation is bool:
-            parser.add_argument(flag, action="store_true", default=info.default)
-            parser.add_argument("--no-" + name.replace("_", "-"), dest=name, action="store_false")
-        else:
-            kind = int if isinstance(info.default, int) else str
-            parser.add_argument(flag, type=kind, default=info.default)
-    parser.add_argument("--suite", action="store_true",
-                        help="run every method of SUITE on this job's sizes, the report lists "
-                             "them under 'suite' (the tests use this)")
-    args = parser.parse_args()
+    args = parser().parse_args()
     rank, world, device, backend = start(args)
     base = {name: getattr(args, name) for name in STAGE}
     configs = [{**base, **c} for c in SUITE if c["method"] != "hybrid" or

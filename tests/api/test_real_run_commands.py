@@ -61,6 +61,12 @@ PARAM_SETS: dict[str, list[dict]] = {
                  "capacity_factor": "0", "drop_policy": "position", "router": "topk_softmax"},
             {"skew": "2.5", "hidden": "4", "seed": "5", "aux_loss_coeff": "0.1",
              "z_loss_coeff": "0"}],
+    "context-parallel": [{}, {"method": "ulysses", "cp": "2", "heads": "6", "kv_heads": "2",
+                              "causal": "false", "seq": "10", "seed": "5"},
+                         {"method": "hybrid", "cp": "8", "ulysses": "2", "balance": "zigzag",
+                          "seq": "32", "heads": "8", "kv_heads": "4", "head_dim": "3"},
+                         {"method": "all_gather", "cp": "3", "seq": "12", "heads": "3",
+                          "kv_heads": "1"}],
 }
 """Query parameters; the first set of each scene is its default."""
 

@@ -85,18 +85,20 @@ def compare(params, trace, report: dict) -> Verdict:
                     "tolerance": TOLERANCE, "timing": None})
 
 
-def worker_args(p) -> list[str]:
-    """The worker's command line, one flag per field of STAGE (a bool: --x or --no-x)."""
+def worker_argv(p) -> list[str]:
+    """workers/context_parallel.py's command line for ``p``: one option per field of STAGE, as
+    workers.common.add_fields reads them (a bool as ``true`` / ``false``); cp is the world."""
     args: list[str] = []
     for name in STAGE:
-        flag = name.replace("_", "-")
         value = getattr(p, name)
-        if isinstance(value, bool):
-            args.append(f"--{flag}" if value else f"--no-{flag}")
-        else:
-            args += [f"--{flag}", str(value)]
+        args += [f"--{name.replace('_', '-')}",
+                 ("true" if value else "false") if isinstance(value, bool) else str(value)]
     return args
 
 
-CHECK = Check(worker="workers/context_parallel.py", world=lambda p: p.cp, args=worker_args,
+worker_args = worker_argv
+"""The name the worker tests import."""
+
+
+CHECK = Check(worker="workers/context_parallel.py", world=lambda p: p.cp, args=worker_argv,
               compare=compare)

@@ -23,6 +23,15 @@ def _ranks(ranks) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
 
 
+def _by_rank(values) -> str:
+    """"0, 64, 64, 64 (by rank)", or beyond eight ranks "0 to 64 per rank"."""
+    values = [int(v) for v in values]
+    if len(values) <= 8:
+        return f"{', '.join(map(str, values))} (by rank)"
+    low, high = min(values), max(values)
+    return f"{low:,} on every rank" if low == high else f"{low:,} to {high:,} per rank"
+
+
 def _layout(p) -> str:
     n = p.seq // p.cp
     if p.balance == "zigzag":
@@ -64,16 +73,16 @@ def ring_step(p, run: Run, s: int, step: Step, ring: int) -> str:
     head = (f"Ring step {s + 1} of {ring}: rank r attends with its queries to the K/V block "
             f"that started at rank r − {s * u}" + (f" (mod {p.cp})" if s else " — its own") + ".")
     if skipped:
-        head += (f" {_ranks(skipped)} skip{'s' if len(skipped) == 1 else ''} the step: the "
-                 f"block lies wholly above the causal diagonal (every key comes after every "
-                 f"query), so there is nothing to compute.")
+        head += (f" {_ranks(skipped) if len(skipped) <= 4 else f'{len(skipped)} ranks'} "
+                 f"skip{'s' if len(skipped) == 1 else ''} it: the block lies wholly above the "
+                 f"causal diagonal.")
     elif p.causal and p.balance == "zigzag" and s:
         head += " Zigzag: every rank has the same number of unmasked scores this step."
-    work = f" Scores computed: {', '.join(map(str, step.unmasked))} (by rank)."
+    work = f" Scores computed: {_by_rank(step.unmasked)}."
     if s < ring - 1:
         send = step.transfers[0].elements
-        move = (f" Meanwhile each rank sends the block on to rank r + {u} ({send:,} numbers: K "
-                f"and V), to be used next step: the transfer overlaps the compute.")
+        move = (f" Meanwhile each rank passes the block to rank r + {u} ({send:,} numbers of K "
+                f"and V), overlapping the compute.")
     else:
         move = " Last step: nothing left to send."
     rows = step.rows
@@ -85,8 +94,8 @@ def ring_step(p, run: Run, s: int, step: Step, ring: int) -> str:
         m0, m1 = rows.m_before[r, i], rows.m_after[r, i]
         l0, l1, f = rows.l_before[r, i], rows.l_after[r, i], rows.correction[r, i]
         example = (f" Rank {r}, token {int(rows.tokens[r, i])}, head {int(run.q_heads[r, 0])}: "
-                   f"m {_num(m0)} → {_num(m1)}, l {_num(l0)} × e^(m−m′) = {_num(l0 * f)}, "
-                   f"plus this block's Σe^(S−m′) → {_num(l1)}.")
+                   f"m {_num(m0)} → {_num(m1)}, l′ = {_num(l0)}·e^(m−m′) + Σe^(S−m′) = "
+                   f"{_num(l0 * f)} + {_num(l1 - l0 * f)} = {_num(l1)}.")
     return head + work + move + example
 
 
@@ -102,11 +111,11 @@ def attend(p, step: Step) -> str:
         return (f"Each rank attends locally: all {p.seq} queries of its {p.heads // p.cp} "
                 f"head(s) against all {p.seq} keys of its {p.kv_heads // p.cp} key/value "
                 f"head(s) — one ordinary attention, no ring. Scores computed: "
-                f"{', '.join(map(str, step.unmasked))} (by rank): the same on every rank, "
+                f"{_by_rank(step.unmasked)}: the same on every rank, "
                 f"whatever the mask and the layout.")
     return (f"Every rank attends with its {p.seq // p.cp} queries to all {p.seq} keys at once "
             f"(the gathered K, V: {2 * p.seq * p.kv_heads * p.head_dim:,} numbers on every "
-            f"rank). Scores computed: {', '.join(map(str, step.unmasked))} (by rank).")
+            f"rank). Scores computed: {_by_rank(step.unmasked)}.")
 
 
 def all_to_all_back(p, step: Step) -> str:
@@ -120,7 +129,9 @@ def all_to_all_back(p, step: Step) -> str:
 def result(p, error: float, sent: list[int]) -> str:
     return (f"Each rank divides its accumulator by the running sum: O = o / l. Gathered in "
             f"token order, the output equals plain softmax(QKᵀ/√d + mask)·V to "
-            f"{error:.1e}. Each rank sent {', '.join(f'{x:,}' for x in sent)} numbers.")
+            f"{error:.1e}. Each rank sent "
+            + (f"{', '.join(f'{x:,}' for x in sent)} numbers." if len(set(sent)) > 1 or
+               len(sent) <= 4 else f"{sent[0]:,} numbers."))
 
 
 def captions(p, run: Run, error: float, sent: list[int]) -> list[str]:

@@ -31,6 +31,9 @@ from app.sim.trace import Transfer
 
 SHOWN_ROWS = 3
 """Query rows whose running max and sum a frame shows (of the rank's first query head)."""
+ALL_ROWS_UP_TO = 8
+"""Beyond this many ranks a frame shows one row per rank: the deck summarises so many ranks,
+and 3 rows × 64 ranks × 66 ring steps made the largest answer 5.4 MB (DESIGN: < 5 MB)."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,9 @@ class Run:
     lse: np.ndarray               # (seq, H): m + log l of every query, FlashAttention's statistic
 
 
-def _rows(nq: int) -> np.ndarray:
-    return np.unique(np.linspace(0, nq - 1, min(SHOWN_ROWS, nq)).round().astype(int))
+def _rows(nq: int, cp: int) -> np.ndarray:
+    shown = SHOWN_ROWS if cp <= ALL_ROWS_UP_TO else 1
+    return np.unique(np.linspace(0, nq - 1, min(shown, nq)).round().astype(int))
 
 
 def _row_stats(before: Running, after: Running, correction, q_tokens, idx) -> Rows:
@@ -140,7 +144,7 @@ def run_sharded(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens: np.ndarray,
     # 3. the ring: compute on the block held, pass it to the rank u places on
     state = Running.empty(cp, heads // u, u * n, d)
     kv_pos, origin = q_tokens.copy(), rank.copy()
-    idx = _rows(u * n)
+    idx = _rows(u * n, cp)
     for s in range(ring):
         mask = visible(q_tokens, kv_pos, causal)                        # (cp, u·n, u·n)
         new, correction = merge(state, q_blk, k_blk, v_blk, mask, group)
@@ -213,7 +217,7 @@ def run_all_gather(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens: np.ndarr
     state = Running.empty(cp, heads, n, d)
     mask = visible(tokens, np.broadcast_to(kv_pos, (cp, seq)), causal)   # (cp, n, seq)
     new, correction = merge(state, q[tokens], k_all, v_all, mask, heads // kv_heads)
-    idx = _rows(n)
+    idx = _rows(n, cp)
     rows = _row_stats(state, new, correction, tokens, idx)
     state = new
     steps.append(Step("attend", (), tuple(tuple(range(cp)) for _ in range(cp)),

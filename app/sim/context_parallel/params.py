@@ -17,9 +17,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app.params import (AlphaUs, GpuModel, GpuTflops, GpusPerNode, Heads, InterNodeGBs,
-                        IntraNodeGBs, Invalid, KvHeads, MicroBatch, ModelPreset, Recompute,
-                        SceneParams, Seed, Seq, nearby_multiples)
+from app.params import (AlphaUs, Control, GpuModel, GpuTflops, GpusPerNode, Heads,
+                        InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, MicroBatch, ModelPreset,
+                        Recompute, SceneParams, Seed, Seq, nearby_multiples)
 
 Method = Literal["ring", "all_gather", "ulysses", "hybrid"]
 """Megatron-LM's cp_comm_type: p2p, all_gather, a2a, a2a+p2p."""
@@ -36,6 +36,8 @@ MAX_SEQ = 256
 (at most 256 × 16 × 16 = 65,536), so the largest answer stays a few MB and well under 0.5 s."""
 MAX_HEADS = 16
 MAX_HEAD_DIM = 16
+CP_STOPS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
+"""The cp slider's stops (any cp from 2 to 64 is accepted from the URL)."""
 STAGE_FIELDS = ("method", "ulysses", "seq", "heads", "kv_heads", "head_dim", "causal", "balance",
                 "seed")
 """The fields of the worked example that a real run takes (its cp is the world size): the
@@ -44,25 +46,60 @@ worker's command line and the check's comparison are derived from this list."""
 
 class ContextParallelParams(SceneParams):
     method: Method = "ring"                 # how each query meets every key (Megatron cp_comm_type)
-    cp: Cp = 4                              # context-parallel size: ranks sharing one sequence
-    ulysses: UlyssesDegree = 2              # hybrid: all-to-all group; a ring of cp/ulysses groups
-    seq: Seq = 16                           # tokens of the worked example (≤ 256)
-    heads: Heads = 4                        # query heads of the worked example (≤ 16)
-    kv_heads: KvHeads = 2                   # key/value heads: head h reads h // (heads/kv_heads)
-    head_dim: HeadDim = 4                   # d: dimensions per head (≤ 16)
+    # context-parallel size: ranks sharing one sequence
+    cp: Annotated[Cp, Control(
+        "Context-parallel ranks cp", kind="values", values=CP_STOPS,
+        help="Ranks sharing one sequence, 2 to 64; from 16 on the deck summarises the "
+             "ranks.")] = 4
+    # hybrid: all-to-all group; a ring of cp/ulysses groups
+    ulysses: Annotated[UlyssesDegree, Control(
+        "Ulysses group u", kind="values", values=(1, 2, 4, 8, 16, 32, 64),
+        help="Hybrid only: ranks of each all-to-all group; the ring joins cp/u groups.")] = 2
+    # tokens of the worked example (≤ 256)
+    seq: Annotated[Seq, Control(
+        "Tokens of the example", kind="number", bounds=(1, MAX_SEQ),
+        help="A multiple of cp (of 2·cp for zigzag), at most 256: every number is "
+             "computed.")] = 16
+    # query heads of the worked example (≤ 16)
+    heads: Annotated[Heads, Control("Query heads", bounds=(1, MAX_HEADS),
+                                    help="Of the worked example (1–16).")] = 4
+    # key/value heads: head h reads h // (heads/kv_heads)
+    kv_heads: Annotated[KvHeads, Control(
+        "Key/value heads", bounds=(1, MAX_HEADS),
+        help="Fewer than the query heads: grouped-query attention; must divide them.")] = 2
+    # d: dimensions per head (≤ 16)
+    head_dim: Annotated[HeadDim, Control("Head dimension d", bounds=(1, MAX_HEAD_DIM),
+                                         help="Numbers per head vector (1–16).")] = 4
     causal: bool = True                     # a token attends to itself and earlier tokens only
     balance: Balance = "none"               # none: contiguous blocks; zigzag: chunks r and 2cp−1−r
-    seed: Seed = 0                          # seed of Q, K and V
+    # seed of Q, K and V
+    seed: Annotated[Seed, Control("Seed", kind="number", help="Of the seeded Q, K and V.")] = 0
     preset: ModelPreset = "llama3-8b"       # the real model of the memory and time panels
-    context: Seq = 131072                   # tokens of one sequence at scale (Llama 3: 128k)
-    micro_batch: MicroBatch = 1             # sequences per micro-batch b at scale
+    # tokens of one sequence at scale (Llama 3: 128k)
+    context: Annotated[Seq, Control(
+        "Context at scale", kind="log2", bounds=(10, 20), step=1,
+        help="Tokens of one sequence of the real model, 1k to 1M (Llama 3: 128k).")] = 131072
+    # sequences per micro-batch b at scale
+    micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="number", bounds=(1, 64),
+                                               help="Sequences per micro-batch at scale.")] = 1
     recompute: Recompute = "selective"      # none: keep the s² softmax; selective: FlashAttention
     gpu: GpuModel = "h100-80"               # the GPU of the wall and of the overlap condition
-    gpu_tflops: GpuTflops | None = None     # matmul rate (empty: the GPU's dense BF16 peak)
-    alpha_us: AlphaUs = 5.0                 # α: latency of one message
-    intra_node_gbs: IntraNodeGBs = 450.0    # NVLink inside a node (H100: 450 GB/s each way)
-    inter_node_gbs: InterNodeGBs = 50.0     # InfiniBand between nodes (400 Gb/s ≈ 50 GB/s)
-    gpus_per_node: GpusPerNode = 8          # GPUs one NVLink domain holds
+    # matmul rate (empty: the GPU's dense BF16 peak)
+    gpu_tflops: Annotated[GpuTflops | None, Control(
+        "Matmul TFLOP/s", kind="number", help="Empty: the GPU's dense BF16 peak.")] = None
+    # α: latency of one message
+    alpha_us: Annotated[AlphaUs, Control("Latency α (µs)", kind="number", step=0.5)] = 5.0
+    # NVLink inside a node (H100: 450 GB/s each way)
+    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink GB/s", kind="number",
+                                                    step=0.1)] = 450.0
+    # InfiniBand between nodes (400 Gb/s ≈ 50 GB/s)
+    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand GB/s", kind="number",
+                                                    step=0.1)] = 50.0
+    # GPUs one NVLink domain holds
+    gpus_per_node: Annotated[GpusPerNode, Control(
+        "GPUs per node", kind="values", values=(1, 2, 4, 8, 16, 32, 64),
+        help="A ring or group inside one node runs on NVLink, across nodes on "
+             "InfiniBand.")] = 8
 
     @field_validator("gpu_tflops", mode="before")
     @classmethod
