@@ -168,7 +168,7 @@ class Plan:
     rejected: tuple[tuple[str, str], ...]
     message: str
     points: tuple[tuple[float, float, bool], ...] = field(default=())
-    """(peak GB, tokens/s, fits) of every mix searched (sampled to 4000) for the Pareto plot."""
+    """(peak GB, tokens/s, fits) of every mix searched (sampled to about 1200) for the Pareto plot."""
 
 
 KINDS = ("compute", "tp", "cp", "ep", "pp", "dp", "bubble", "optimizer")
@@ -261,7 +261,7 @@ def search(model: PlanModel, cluster: Cluster, global_batch: int, pins: Pins = P
         del least
     for fam, reason in _families(g, r):
         rejected.append((fam, reason))
-    step = max(1, n // 4000)
+    step = max(1, n // 1200)
     pts = tuple((float(r["peak"][i]) / 1e9, float(r["tokens_per_s"][i]), bool(fits[i]))
                 for i in range(0, n, step))
     return Plan(n, fitting, best, cands, n > listed, tuple(rejected[:60]), message, pts)
