@@ -59,7 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     _scene_parsers(sub, "api", "print a scene's trace as JSON (as GET /api/<scene>)", SCENES)
     _scene_parsers(sub, "svg", "write one step of a scene as SVG (as GET /svg/<scene>)", SCENES)
+    plan = sub.add_parser("plan", help="search every parallel mix of a model on a cluster")
+    _scene_options(plan, next(s for s in SCENES if s.slug == "planner"))
+    plan.add_argument("--json", action="store_true", help="print the /api/planner JSON")
+    plan.add_argument("--top", type=int, default=10, help="rows of the table")
     args = parser.parse_args(argv)
+
+    if args.command == "plan":
+        return _plan(args, next(s for s in SCENES if s.slug == "planner"))
 
     if args.command == "serve":
         import uvicorn
@@ -94,6 +101,32 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(body)
     return 0
+
+
+def _plan(args: argparse.Namespace, scene) -> int:
+    """``shardscope plan``: the planner's best mixes as a table, or its JSON."""
+    from app.scene import json_of, trace_of
+    try:
+        params = _params(scene, args)
+    except ParamsError as error:
+        for problem in error.problems:
+            print(f"shardscope: --{problem.param.replace('_', '-')}: {problem.message}",
+                  file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.buffer.write(json_of(scene, params) + b"\n")
+        return 0
+    plan = trace_of(scene, params).plan
+    print(plan.message)
+    head = ("tp", "pp", "v", "dp", "cp", "ep", "zero", "b", "recompute", "fits", "peak_GB",
+            "tokens/s", "TFLOP/s", "MFU", "bound")
+    print(" ".join(f"{h:>9}" for h in head))
+    for c in plan.candidates[:args.top]:
+        row = (c.tp, c.pp, c.chunks, c.dp, c.cp, c.ep, c.zero, c.micro_batch, c.recompute,
+               "yes" if c.fits else "no", f"{c.peak_bytes / 1e9:.1f}", f"{c.tokens_per_s:,.0f}",
+               f"{c.tflops_per_gpu:.0f}", f"{100 * c.mfu:.1f}%", c.bound)
+        print(" ".join(f"{str(x):>9}" for x in row))
+    return 0 if plan.best else 1
 
 
 if __name__ == "__main__":

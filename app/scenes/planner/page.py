@@ -1,0 +1,59 @@
+"""Chapter 11, choosing the best mix: ``/planner`` and its embed, JSON and SVG."""
+
+from __future__ import annotations
+
+import textwrap
+from urllib.parse import urlencode
+
+from app.scenes.planner import deck
+from app.sim.planner.hardware import BAND, GPU_SPECS
+from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml
+from app.sim.planner.params import PlannerParams
+from app.sim.planner.simulate import published
+from app.sim.models import PRESETS
+from app.templating import deck_style
+
+
+def handoffs(p: PlannerParams, c) -> list[tuple[str, str]]:
+    """Links opening candidate ``c`` in the other scenes, their parameter names in the query."""
+    preset = p.preset if p.preset in PRESETS else "llama3-70b"
+    mem = {"preset": preset, "seq": p.seq, "micro_batch": c.micro_batch, "dp": c.dp * c.cp,
+           "tp": c.tp, "pp": c.pp, "zero": c.zero, "sequence_parallel": str(c.tp > 1).lower(),
+           "recompute": c.recompute, "gpu": p.gpu}
+    pipe = {"schedule": c.schedule, "stages": min(c.pp, 64), "microbatches": min(c.microbatches, 1024),
+            "chunks": c.chunks if c.chunks > 1 else 2 if c.schedule != "1f1b" else 1}
+    tpq = {"tp": min(c.tp, 64), "preset": preset, "seq": p.seq, "micro_batch": c.micro_batch,
+           "sequence_parallel": str(c.tp > 1).lower(), "gpus_per_node": p.gpus_per_node}
+    par = {"tp": c.tp, "cp": c.cp, "dp": min(c.dp, 1024), "pp": c.pp, "ep": c.ep,
+           "gpus_per_node": p.gpus_per_node, "model": preset, "seq": p.seq,
+           "micro_batch": c.micro_batch, "microbatches": min(c.microbatches, 1024)}
+    return [("memory ledger", "/memory?" + urlencode(mem)),
+            ("pipeline schedule", "/pipeline?" + urlencode(pipe)),
+            ("tensor-parallel block", "/tensor-parallel?" + urlencode(tpq)),
+            ("rank layout", "/parallelism?" + urlencode(par))]
+
+
+def page_view(p: PlannerParams, trace, frame: int) -> dict:
+    plan = trace.plan
+    b = plan.best
+    ctx = {"deck_svg": deck.render(trace, frame), "deck_title": "Planner", "plan": plan,
+           "band": BAND, "published": published(), "gpu_spec": GPU_SPECS[p.gpu],
+           "top": plan.candidates[:12]}
+    if b:
+        model = p.plan_model()
+        ctx.update(handoffs=handoffs(p, b),
+                   megatron=" \\\n  ".join(["torchrun … pretrain_gpt.py"] +
+                                           megatron_flags(b, model, p.global_batch, p.seq)),
+                   deepspeed=deepspeed_config(b, p.global_batch),
+                   torchtitan=torchtitan_toml(b, p.global_batch, p.seq))
+    return ctx
+
+
+def form_view() -> dict:
+    return {}
+
+
+def export_view(p: PlannerParams, trace, frame: int) -> dict:
+    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+    return {"deck_svg": deck.render(trace, frame, standalone=True, caption=caption,
+                                    style=deck_style(standalone=True))}

@@ -1,0 +1,92 @@
+"""The model as the planner sees it: a dense preset or shape (:mod:`app.sim.models`) or an MoE
+preset (:mod:`app.sim.moe.presets`), reduced to what memory and time need — per-layer matmul
+parameters (what tensor parallelism splits), routed experts (what expert parallelism splits),
+the embedding and output head, and the activation shape of chapter 1's ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.sim.memory.activations import LayerShape
+from app.sim.models import ModelShape
+from app.sim.moe.presets import MoeModel
+
+
+@dataclass(frozen=True)
+class PlanModel:
+    name: str
+    family: str                  # gpt | llama | moe
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int                     # MLP inner size for activations (MoE: k routed + shared)
+    vocab: int
+    seq: int
+    gated: bool
+    layer_params: int            # one layer's dense parameters (attention, norms, dense MLP)
+    expert_params: int           # one MoE layer's routed experts, all of them (0: dense)
+    expert_ffn: int = 0
+    experts: int = 1
+    top_k: int = 1
+    moe_layers: int = 0
+    embedding_params: int = 0
+    largest_tensor: int = 0      # elements of the largest parameter tensor (ZeRO-3 gather)
+    shape: ModelShape | None = None   # the dense shape, for chapter 1's ledger
+
+    @property
+    def moe(self) -> bool:
+        return self.expert_params > 0
+
+    @property
+    def dense_params(self) -> int:
+        """What tp·pp shard: every parameter but the routed experts."""
+        return self.layers * self.layer_params + self.embedding_params
+
+    @property
+    def routed_params(self) -> int:
+        return self.moe_layers * self.expert_params
+
+    @property
+    def total_params(self) -> int:
+        return self.dense_params + self.routed_params
+
+    @property
+    def active_layer_params(self) -> int:
+        """Matmul parameters one token meets in one layer (MoE: its top-k experts, averaged
+        over the layers that have them)."""
+        active = self.moe_layers * self.top_k * 3 * self.hidden * self.expert_ffn
+        return self.layer_params + active / self.layers
+
+    @property
+    def kv_dim(self) -> int:
+        return self.hidden * self.kv_heads // self.heads
+
+    def layer_shape(self, seq: int, micro_batch: int = 1) -> LayerShape:
+        return LayerShape(seq, micro_batch, self.hidden, self.heads, self.kv_heads, self.ffn,
+                          gated_mlp=self.gated, dropout=self.family == "gpt", act_bytes=2)
+
+
+def from_shape(m: ModelShape) -> PlanModel:
+    largest = max(t.numel for t in m.tensors())
+    return PlanModel(m.name, m.family, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab,
+                     m.seq, m.gated_mlp, m.layer_params(), 0,
+                     embedding_params=m.embedding_params(), largest_tensor=largest, shape=m)
+
+
+MOE_HEADS = {"mixtral-8x7b": (32, 8), "deepseek-v3": (128, 128), "qwen1.5-moe-a2.7b": (16, 16)}
+"""Attention heads (query, key-value) of the MoE presets (their HF configs)."""
+
+
+def from_moe(key: str, m: MoeModel, seq: int) -> PlanModel:
+    heads, kv = MOE_HEADS[key]
+    h = m.hidden
+    dense_mlp = m.dense_layers * 3 * h * m.dense_ffn
+    per_layer_rest = (m.attention_params + 2 * h + (m.moe_layers * (m.router_params
+                      + m.shared_params) + dense_mlp) / m.layers)
+    active_ffn = m.top_k * m.expert_ffn + m.shared_experts * m.shared_ffn
+    return PlanModel(m.name, "moe", m.layers, h, heads, kv, active_ffn, m.vocab, seq, True,
+                     round(per_layer_rest), m.experts * m.expert_params, m.expert_ffn,
+                     m.experts, m.top_k, m.moe_layers, m.embedding_params + h,
+                     largest_tensor=m.vocab * h)

@@ -1,0 +1,91 @@
+"""The parameters of ``/planner`` (chapter 11): a model, a cluster, a batch, optional pins."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from app.params import (
+    Control, Dp, Ffn, GpuModel, GpusPerNode, Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid,
+    KvHeads, Layers, MicroBatch, Pp, Recompute, SceneParams, Seq, Tp, Vocab, ZeroStage,
+)
+from app.sim.models import PRESETS, resolve
+from app.sim.moe.presets import PRESETS as MOE_PRESETS
+from app.sim.planner.cost import Cluster
+from app.sim.planner.hardware import GPU_SPECS
+from app.sim.planner.model import PlanModel, from_moe, from_shape
+from app.sim.planner.search import Pins
+
+PlannerPreset = Literal[tuple(PRESETS) + tuple(MOE_PRESETS)]
+Gpus = Annotated[int, Field(ge=1, le=16384, description="GPUs in the cluster (the world)")]
+GlobalBatch = Annotated[int, Field(ge=1, le=65536, description="sequences per training step")]
+Cp = Annotated[int, Field(ge=1, le=64, description="context-parallel size")]
+Ep = Annotated[int, Field(ge=1, le=256, description="expert-parallel size")]
+AlphaUs = Annotated[float, Field(ge=0, le=1000, description="latency per message, µs")]
+
+
+class PlannerParams(SceneParams):
+    preset: PlannerPreset = "llama3-70b"   # a dense or MoE preset; shape fields override dense ones
+    layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
+    hidden: Annotated[Hidden | None, Control("Hidden h", kind="number")] = None
+    heads: Annotated[Heads | None, Control("Heads a", kind="number")] = None
+    kv_heads: Annotated[KvHeads | None, Control("KV heads", kind="number")] = None
+    ffn: Annotated[Ffn | None, Control("MLP size", kind="number")] = None
+    vocab: Annotated[Vocab | None, Control("Vocabulary V", kind="number")] = None
+    seq: Annotated[Seq, Control("Sequence s", kind="number")] = 8192   # tokens per sequence
+    gpus: Annotated[Gpus, Control("GPUs", kind="number")] = 512         # the world
+    gpu: GpuModel = "h100-80"              # GPU type: memory and dense BF16 peak
+    gpus_per_node: GpusPerNode = 8         # one NVLink domain
+    # sequences per step
+    global_batch: Annotated[GlobalBatch, Control("Global batch (sequences)", kind="number")] = 1024
+    intra_node_gbs: IntraNodeGBs = 450.0   # NVLink per GPU, GB/s
+    inter_node_gbs: InterNodeGBs = 50.0    # InfiniBand per GPU (400 Gb/s), GB/s
+    intra_alpha_us: AlphaUs = 5.0          # NVLink latency per message
+    inter_alpha_us: AlphaUs = 10.0         # InfiniBand latency per message
+    # optional pins: restrict the search
+    tp: Tp | None = None
+    pp: Pp | None = None
+    dp: Annotated[int | None, Field(ge=1, le=16384, description="data-parallel size")] = None
+    cp: Cp | None = None
+    ep: Ep | None = None
+    zero: ZeroStage | None = None
+    micro_batch: MicroBatch | None = None
+    recompute: Recompute | None = None
+    schedule: Literal["1f1b", "interleaved_1f1b"] | None = None
+    chunks: Annotated[int | None, Field(ge=1, le=8, description="model chunks per rank v")] = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PlannerParams:
+        if self.preset in MOE_PRESETS:
+            for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab"):
+                if getattr(self, name) is not None:
+                    raise Invalid(name, f"{name} overrides apply to dense presets only "
+                                        f"({self.preset} is an MoE preset)")
+        elif self.heads is not None or self.kv_heads is not None or self.hidden is not None:
+            m = self.shape()
+            if m.hidden % m.heads:
+                raise Invalid("heads", f"heads ({m.heads}) must divide hidden ({m.hidden})")
+            if m.heads % m.kv_heads:
+                raise Invalid("kv_heads", f"kv_heads ({m.kv_heads}) must divide heads "
+                                          f"({m.heads})")
+        if self.ep not in (None, 1) and self.preset not in MOE_PRESETS:
+            raise Invalid("ep", f"ep ({self.ep}) needs an MoE preset: {self.preset} is dense")
+        return self
+
+    def shape(self):
+        return resolve(self.preset, layers=self.layers, hidden=self.hidden, heads=self.heads,
+                       kv_heads=self.kv_heads, ffn=self.ffn, vocab=self.vocab, seq=self.seq)
+
+    def plan_model(self) -> PlanModel:
+        if self.preset in MOE_PRESETS:
+            return from_moe(self.preset, MOE_PRESETS[self.preset], self.seq)
+        return from_shape(self.shape())
+
+    def cluster(self) -> Cluster:
+        return Cluster(GPU_SPECS[self.gpu], self.gpus, self.gpus_per_node, self.intra_node_gbs,
+                       self.inter_node_gbs, self.intra_alpha_us, self.inter_alpha_us)
+
+    def pins(self) -> Pins:
+        return Pins(self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.micro_batch,
+                    self.recompute, self.schedule, self.chunks)

@@ -1,0 +1,286 @@
+"""Every parallel mix of a model on a cluster, its memory and its step time (chapter 11).
+
+1. Enumerate (:func:`grid`): tp, cp, ep, pp, interleaving v, dp, ZeRO stage, micro-batch and
+   recomputation, pruned by divisibility first — tp divides the heads, the key-value heads and
+   the MLP; cp divides the sequence in 2·cp chunks (Megatron's causal load balancing); ep
+   divides the experts and dp·cp; pp ≤ layers with the last stage keeping ≥ 1 layer (uneven
+   stages as Llama 3's 126 layers on 16 stages); v divides a stage's layers; dp = world /
+   (tp·cp·pp) divides the global batch; b divides a replica's share; m ≥ p. ZeRO-3 only with
+   pp = 1 (neither Megatron-LM nor DeepSpeed pipelines it).
+2. Memory (:mod:`app.sim.planner.memory`): chapter 1's ledger, vectorised over the grid.
+3. Time (:mod:`app.sim.planner.cost`): per micro-batch and stage, then the step.
+4. Rank: those that fit first by tokens/s, then those that do not; the list is bounded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+
+import numpy as np
+
+from app.sim.planner.cost import Cluster, step_costs
+from app.sim.planner.memory import peak_bytes
+from app.sim.planner.model import PlanModel
+
+RECOMPUTES = ("none", "selective", "full")
+MAX_TP, MAX_CP, MAX_PP, MAX_V, MAX_MICRO_BATCH = 64, 64, 128, 8, 16
+MAX_LISTED = 400
+"""Candidates returned (fitting ones first): keeps the JSON well under 5 MB."""
+
+
+@dataclass(frozen=True)
+class Pins:
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    cp: int | None = None
+    ep: int | None = None
+    zero: int | None = None
+    micro_batch: int | None = None
+    recompute: str | None = None
+    schedule: str | None = None     # 1f1b | interleaved_1f1b
+    chunks: int | None = None       # v
+
+
+def _pow2(high: int) -> list[int]:
+    return [2 ** k for k in range(0, 20) if 2 ** k <= high]
+
+
+def _ok(pin, value) -> bool:
+    return pin is None or pin == value
+
+
+def grid(model: PlanModel, world: int, global_batch: int, pins: Pins = Pins()
+         ) -> tuple[dict[str, np.ndarray], list[tuple[str, str]]]:
+    """The candidate mixes as parallel arrays, and the families refused by divisibility
+    (family, reason)."""
+    L, s = model.layers, model.seq
+    rejected: list[tuple[str, str]] = []
+    tps = []
+    for t in _pow2(min(MAX_TP, world)):
+        if not _ok(pins.tp, t):
+            continue
+        bad = [f"{n} ({v})" for n, v in (("heads", model.heads), ("kv_heads", model.kv_heads),
+                                            ("ffn", model.ffn if not model.moe else model.heads))
+               if v % t]
+        if bad:
+            rejected.append((f"tp {t}", f"tp {t} does not divide {', '.join(bad)}"))
+        else:
+            tps.append(t)
+    cps = [c for c in _pow2(MAX_CP) if _ok(pins.cp, c) and (c == 1 or s % (2 * c) == 0)]
+    eps = ([e for e in range(1, model.experts + 1) if model.experts % e == 0]
+           if model.moe else [1])
+    eps = [e for e in eps if _ok(pins.ep, e)]
+    pps = []
+    for p in range(1, min(MAX_PP, L) + 1):
+        if world % p or not _ok(pins.pp, p):
+            continue
+        per = ceil(L / p)
+        if L - (p - 1) * per < 1:
+            continue
+        pps.append(p)
+    rows: dict[str, list] = {k: [] for k in ("tp", "cp", "ep", "pp", "v", "dp", "zero", "b", "m",
+                                             "rc")}
+    for t in tps:
+        for c in cps:
+            for p in pps:
+                if world % (t * c * p):
+                    continue
+                d = world // (t * c * p)
+                if not _ok(pins.dp, d):
+                    continue
+                if global_batch % d:
+                    rejected.append((f"tp {t} cp {c} pp {p} dp {d}",
+                                     f"dp {d} does not divide the global batch ({global_batch})"))
+                    continue
+                share = global_batch // d
+                per = ceil(L / p)
+                vs = [1] + ([v for v in range(2, MAX_V + 1) if per % v == 0] if p > 1 else [])
+                for e in eps:
+                    if (d * c) % e:
+                        continue
+                    for v in vs:
+                        if pins.chunks is not None and v != pins.chunks:
+                            continue
+                        sched = "interleaved_1f1b" if v > 1 else "1f1b"
+                        if pins.schedule is not None and pins.schedule != sched:
+                            continue
+                        for b in range(1, min(MAX_MICRO_BATCH, share) + 1):
+                            if share % b or not _ok(pins.micro_batch, b):
+                                continue
+                            m = share // b
+                            if p > 1 and (m < p or (v > 1 and m % p)):
+                                continue
+                            for z in range(4):
+                                if not _ok(pins.zero, z) or (d * c == 1 and z) or (z == 3 and p > 1):
+                                    continue
+                                for r, rc in enumerate(RECOMPUTES):
+                                    if not _ok(pins.recompute, rc):
+                                        continue
+                                    for k, val in zip(rows, (t, c, e, p, v, d, z, b, m, r)):
+                                        rows[k].append(val)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}, rejected
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    zero: int
+    micro_batch: int
+    recompute: str
+    schedule: str
+    chunks: int
+    microbatches: int
+    fits: bool
+    peak_bytes: float
+    step_s: float
+    tokens_per_s: float
+    tflops_per_gpu: float
+    mfu: float
+    bound: str
+    reasons: tuple[str, ...]
+    budget: dict           # seconds per kind: compute, tp, cp, ep, dp, pp, bubble, optimizer
+    memory: dict           # bytes: states, activations, buffers
+
+    def to_dict(self) -> dict:
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep,
+                "zero": self.zero, "micro_batch": self.micro_batch,
+                "recompute": self.recompute, "schedule": self.schedule,
+                "chunks": self.chunks, "microbatches": self.microbatches, "fits": self.fits,
+                "peak_bytes": self.peak_bytes, "step_s": self.step_s,
+                "tokens_per_s": self.tokens_per_s, "tflops_per_gpu": self.tflops_per_gpu,
+                "mfu": self.mfu, "bound": self.bound, "reasons": list(self.reasons),
+                "budget_s": self.budget, "memory_bytes": self.memory}
+
+
+@dataclass(frozen=True)
+class Plan:
+    searched: int
+    fitting: int
+    best: Candidate | None
+    candidates: tuple[Candidate, ...]
+    truncated: bool
+    rejected: tuple[tuple[str, str], ...]
+    message: str
+    points: tuple[tuple[float, float, bool], ...] = field(default=())
+    """(peak GB, tokens/s, fits) of every mix searched (sampled to about 1200) for the Pareto plot."""
+
+
+KINDS = ("compute", "tp", "cp", "ep", "pp", "dp", "bubble", "optimizer")
+
+
+def evaluate(model: PlanModel, cluster: Cluster, global_batch: int, g: dict[str, np.ndarray]
+             ) -> dict[str, np.ndarray]:
+    """Memory and time of every candidate in the grid ``g`` (arrays in, arrays out)."""
+    mem = peak_bytes(model, g, cluster.gpu)
+    cost = step_costs(model, cluster, global_batch, g)
+    return {**mem, **cost}
+
+
+def _reasons(model: PlanModel, cluster: Cluster, g, r, i) -> list[str]:
+    out = []
+    gb = 1e9
+    tp, cp, pp, dp, ep, v = (int(g[k][i]) for k in ("tp", "cp", "pp", "dp", "ep", "v"))
+    gpn = cluster.gpus_per_node
+    if not r["fits"][i]:
+        cap = cluster.gpu.capacity
+        acts, states = r["activations"][i], r["states"][i]
+        where = "stage 0" if pp > 1 else "each GPU"
+        big = ("activations", acts) if acts >= states else ("model states", states)
+        out.append(f"pp {pp} leaves {big[1] / gb:.0f} GB of {big[0]} on {where}: peak "
+                   f"{r['peak'][i] / gb:.0f} GB over {cap / gb:.0f} GB")
+    step = r["step"][i]
+    if tp > gpn:
+        out.append(f"tp {tp} crosses nodes: its all-reduces run on InfiniBand")
+    if r["tp"][i] > 0.15 * step:
+        out.append(f"tensor-parallel collectives take {100 * r['tp'][i] / step:.0f} % of the step")
+    if tp * cp > gpn and cp > 1:
+        out.append(f"cp {cp} crosses nodes: K/V all-gathers run on InfiniBand")
+    if r["bubble"][i] > 0.15 * step:
+        out.append(f"pipeline bubble {100 * r['bubble'][i] / step:.0f} % of the step "
+                   f"(p = {pp}, m = {int(g['m'][i])}, v = {v})")
+    if r["dp"][i] > 0.10 * step:
+        out.append(f"exposed data-parallel traffic {100 * r['dp'][i] / step:.0f} % of the step")
+    if r["ep"][i] > 0.15 * step:
+        out.append(f"expert all-to-alls take {100 * r['ep'][i] / step:.0f} % of the step")
+    if L_uneven(model, pp):
+        out.append(f"{model.layers} layers on {pp} stages: {ceil(model.layers / pp)} on the "
+                   "busiest, fewer on the last")
+    return out
+
+
+def L_uneven(model: PlanModel, pp: int) -> bool:
+    return model.layers % pp != 0
+
+
+def candidate(model, cluster, g, r, i) -> Candidate:
+    v = int(g["v"][i])
+    return Candidate(
+        tp=int(g["tp"][i]), pp=int(g["pp"][i]), dp=int(g["dp"][i]), cp=int(g["cp"][i]),
+        ep=int(g["ep"][i]), zero=int(g["zero"][i]), micro_batch=int(g["b"][i]),
+        recompute=RECOMPUTES[int(g["rc"][i])],
+        schedule="interleaved_1f1b" if v > 1 else "1f1b", chunks=v,
+        microbatches=int(g["m"][i]), fits=bool(r["fits"][i]), peak_bytes=float(r["peak"][i]),
+        step_s=float(r["step"][i]), tokens_per_s=float(r["tokens_per_s"][i]),
+        tflops_per_gpu=float(r["tflops"][i]), mfu=float(r["mfu"][i]), bound=r["bound"][i],
+        reasons=tuple(_reasons(model, cluster, g, r, i)),
+        budget={k: float(r[k][i]) for k in KINDS},
+        memory={k: float(r[k][i]) for k in ("states", "activations", "buffers")})
+
+
+def search(model: PlanModel, cluster: Cluster, global_batch: int, pins: Pins = Pins(),
+           listed: int = MAX_LISTED) -> Plan:
+    world = cluster.gpus
+    g, rejected = grid(model, world, global_batch, pins)
+    n = len(g["tp"])
+    if n == 0:
+        why = "; ".join(reason for _, reason in rejected[:6]) or "no tp, pp, cp split applies"
+        return Plan(0, 0, None, (), False, tuple(rejected[:50]),
+                    f"no mix of tp·cp·pp·dp divides {world} GPUs, the model and a global batch "
+                    f"of {global_batch} under these pins: {why}")
+    r = evaluate(model, cluster, global_batch, g)
+    fits = r["fits"]
+    order = np.lexsort((-r["tokens_per_s"], ~fits))      # fitting first, fastest first
+    shown = order[:listed]
+    cands = tuple(candidate(model, cluster, g, r, int(i)) for i in shown)
+    fitting = int(fits.sum())
+    best = cands[0] if fitting else None
+    if fitting:
+        message = (f"{fitting:,} of {n:,} mixes fit; the best runs tp {best.tp} pp {best.pp} "
+                   f"dp {best.dp} cp {best.cp}")
+    else:
+        least = cands[0] if cands else None
+        message = (f"no mix fits in {cluster.gpu.capacity / 1e9:.0f} GB: the leanest needs "
+                   f"{min(r['peak']) / 1e9:.0f} GB per GPU — more GPUs, a larger GPU or a "
+                   "shorter sequence")
+        del least
+    for fam, reason in _families(g, r):
+        rejected.append((fam, reason))
+    step = max(1, n // 1200)
+    pts = tuple((float(r["peak"][i]) / 1e9, float(r["tokens_per_s"][i]), bool(fits[i]))
+                for i in range(0, n, step))
+    return Plan(n, fitting, best, cands, n > listed, tuple(rejected[:60]), message, pts)
+
+
+def _families(g, r) -> list[tuple[str, str]]:
+    """(tp, pp) families of which no member fits: the leanest member's reason."""
+    out = []
+    keys = g["tp"] * 1000 + g["pp"]
+    for key in np.unique(keys):
+        idx = np.nonzero(keys == key)[0]
+        if r["fits"][idx].any():
+            continue
+        i = idx[np.argmin(r["peak"][idx])]
+        tp, pp = int(g["tp"][i]), int(g["pp"][i])
+        acts, states = r["activations"][i], r["states"][i]
+        what = (f"{acts / 1e9:.0f} GB of activations" if acts >= states
+                else f"{states / 1e9:.0f} GB of model states")
+        where = "on stage 0" if pp > 1 else "on each GPU"
+        out.append((f"tp {tp} pp {pp}", f"pp {pp} leaves {what} {where} even at its leanest "
+                                        f"(peak {r['peak'][i] / 1e9:.0f} GB)"))
+    return out
