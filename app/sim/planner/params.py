@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from app.params import (
-    Control, Dp, Ffn, GpuModel, GpusPerNode, Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid,
+    Control, Ffn, GpuModel, GpusPerNode, Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid,
     KvHeads, Layers, MicroBatch, Pp, Recompute, SceneParams, Seq, Tp, Vocab, ZeroStage,
 )
 from app.sim.models import PRESETS, resolve
@@ -36,21 +36,33 @@ class PlannerParams(SceneParams):
     seq: Annotated[Seq, Control("Sequence s", kind="number")] = 8192   # tokens per sequence
     gpus: Annotated[Gpus, Control("GPUs", kind="number")] = 512         # the world
     gpu: GpuModel = "h100-80"              # GPU type: memory and dense BF16 peak
-    gpus_per_node: GpusPerNode = 8         # one NVLink domain
+    # one NVLink domain
+    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="number")] = 8
     # sequences per step
     global_batch: Annotated[GlobalBatch, Control("Global batch (sequences)", kind="number")] = 1024
-    intra_node_gbs: IntraNodeGBs = 450.0   # NVLink per GPU, GB/s
-    inter_node_gbs: InterNodeGBs = 50.0    # InfiniBand per GPU (400 Gb/s), GB/s
+    # NVLink per GPU, GB/s
+    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink GB/s per GPU", kind="number",
+                                                    step="any")] = 450.0
+    # InfiniBand per GPU (400 Gb/s), GB/s
+    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand GB/s per GPU", kind="number",
+                                                    step="any")] = 50.0
     intra_alpha_us: AlphaUs = 5.0          # NVLink latency per message
     inter_alpha_us: AlphaUs = 10.0         # InfiniBand latency per message
     # optional pins: restrict the search
-    tp: Tp | None = None
-    pp: Pp | None = None
-    dp: Annotated[int | None, Field(ge=1, le=16384, description="data-parallel size")] = None
-    cp: Cp | None = None
-    ep: Ep | None = None
-    zero: ZeroStage | None = None
-    micro_batch: MicroBatch | None = None
+    tp: Annotated[Tp | None, Control("tp", kind="number",
+        help="Pin tensor parallelism (empty: search).")] = None
+    pp: Annotated[Pp | None, Control("pp", kind="number",
+        help="Pin pipeline stages (empty: search).")] = None
+    dp: Annotated[int | None, Field(ge=1, le=16384, description="data-parallel size"),
+                  Control("dp", kind="number", help="Pin data parallelism (empty: search).")] = None
+    cp: Annotated[Cp | None, Control("cp", kind="number",
+        help="Pin context parallelism (empty: search).")] = None
+    ep: Annotated[Ep | None, Control("ep", kind="number",
+        help="Pin expert parallelism (empty: search).")] = None
+    zero: Annotated[ZeroStage | None, Control("zero", kind="number",
+        help="Pin the ZeRO stage (empty: search).")] = None
+    micro_batch: Annotated[MicroBatch | None, Control("micro_batch", kind="number",
+                                                      help="Pin the micro-batch (empty: search).")] = None
     recompute: Recompute | None = None
     schedule: Literal["1f1b", "interleaved_1f1b"] | None = None
     chunks: Annotated[int | None, Field(ge=1, le=8, description="model chunks per rank v")] = None
