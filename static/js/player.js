@@ -174,8 +174,9 @@
     });
   }
 
-  // Keys work whenever no text field has focus: a focused chip, select, slider or button does
-  // not keep ← → for itself (a clicked chip, then →, must step, not change the parameter).
+  // Keys work whenever no text field has focus: a focused chip, select or button does not keep
+  // ← → for itself (a clicked chip, then →, must step, not change the parameter). A focused
+  // slider keeps ← → Home End: that is how it is moved by keyboard.
   var TEXT_TYPES = { text: 1, number: 1, search: 1, email: 1, url: 1, password: 1, tel: 1 };
   function isTextField(el) {
     if (!el || !el.tagName) return false;
@@ -195,8 +196,9 @@
     if (classroom && classroom.key(event)) { event.preventDefault(); return; }
     var tag = target && target.tagName;
     if (STEP_KEYS[event.key]) {
-      // a slider's Home/End stay its own; its ← → and PageUp/PageDown step the player
-      if (tag === "INPUT" && (event.key === "Home" || event.key === "End") && target.type === "range") return;
+      // a focused slider keeps its keys (dragging by keyboard); PageUp/PageDown, a clicker's,
+      // step the player even there
+      if (tag === "INPUT" && target.type === "range" && event.key.indexOf("Page") !== 0) return;
       event.preventDefault();
       if (tag === "SELECT" || (tag === "INPUT" && target.type !== "range")) target.blur();
       active.act(STEP_KEYS[event.key]);
