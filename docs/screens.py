@@ -13,7 +13,6 @@ import io
 import sys
 from pathlib import Path
 
-from PIL import Image
 from playwright.sync_api import sync_playwright
 
 from app.main import SCENES
@@ -30,6 +29,10 @@ LIMIT = 150_000
 
 
 def small_png(png: bytes, width: int) -> bytes:
+    try:
+        from PIL import Image
+    except ImportError:  # without Pillow the screenshot is kept as it is (it may be larger)
+        return png
     image = Image.open(io.BytesIO(png)).convert("RGB")
     for w in (width, int(width * 0.8), int(width * 0.65)):
         scaled = image.resize((w, round(image.height * w / image.width)), Image.LANCZOS)
