@@ -45,3 +45,23 @@ CHAPTERS: tuple[Chapter, ...] = (
 
 def chapter(number: int) -> Chapter:
     return CHAPTERS[number - 1]
+
+
+def neighbours(scenes, scene) -> dict:
+    """The scenes before and after ``scene`` in course order (``scenes`` is app.main.SCENES):
+    the page's rel="prev" / rel="next" links."""
+    slugs = [s.slug for s in scenes]
+    if scene.slug not in slugs:
+        return {"course_prev": None, "course_next": None}
+    i = slugs.index(scene.slug)
+    return {"course_prev": scenes[i - 1] if i > 0 else None,
+            "course_next": scenes[i + 1] if i + 1 < len(scenes) else None}
+
+
+INTROS: dict[int, str] = {
+    1: "Start with /memory: the training memory ledger (weights, gradients, optimizer state "
+       "and activations, byte by byte, for a model you choose). Then /parallelism: the five "
+       "strategies on a device mesh, rank / local rank / world size, the torchrun lines and a "
+       "first DDP script.",
+}
+"""What a chapter's card says it holds, beyond its topics."""

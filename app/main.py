@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.caches import fix_mmap_threshold
-from app.course import CHAPTERS
+from app.course import CHAPTERS, INTROS
 from app.jobs.runner import JobRunner
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
@@ -114,6 +114,7 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
                   description="Distributed training computed step by step. Every scene's "
                               "query is described from its params model.")
     app.state.runner = runner
+    app.state.scenes = SCENES  # course order: the scenes' prev / next links
     app.mount("/static", Assets(directory=STATIC), name="static")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -122,7 +123,8 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
         for scene in SCENES:
             for number in scene.chapters:
                 by_chapter.setdefault(number, []).append(scene)
-        return HTMLResponse(render("home.html", chapters=CHAPTERS, scenes=by_chapter,
+        return HTMLResponse(render("home.html", chapters=CHAPTERS, scenes=by_chapter, path_scenes=SCENES,
+                                   intros=INTROS,
                                    embed=False, path="/"))
 
     @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)

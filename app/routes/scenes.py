@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.caches import PAGES
 from app.params import ParamsError, Problem, parse
+from app.course import neighbours
 from app.routes.openapi import problem_response, query_parameters
 from app.scene import Scene, cached_json, json_of, trace_of
 from app.templating import render
@@ -51,6 +52,16 @@ def parse_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
     return frame
 
 
+def nearest_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
+    """A page's or embed's ``frame``: out of range, the nearest step (a link saved before the
+    scene changed still opens); not a number, the default. /svg and /api stay strict."""
+    try:
+        frame = int(query.get("frame") or default)
+    except ValueError:
+        return default
+    return max(0, min(frames - 1, frame))
+
+
 def json_error(error: ParamsError) -> Response:
     return Response(orjson.dumps(error.to_dict()), status_code=422, media_type=JSON)
 
@@ -72,11 +83,12 @@ def scene_router(scene: Scene) -> APIRouter:
         slider back and forth revisits the same states); bad input renders the raw values
         and the problems, uncached."""
         query = request.query_params
-        base = {"scene": scene, "embed": embed, **scene.form()}
+        base = {"scene": scene, "embed": embed, **scene.form(),
+                **neighbours(getattr(request.app.state, "scenes", ()), scene)}
         try:
             params = parse(scene.params, query)
             trace = trace_of(scene, params)
-            frame = parse_frame(query, scene.frame_count(trace))
+            frame = nearest_frame(query, scene.frame_count(trace))
         except ParamsError as error:
             values = {**_defaults(scene), **dict(query)}
             ctx = {**base, "params": None, "values": values, "trace": None,
@@ -137,6 +149,20 @@ def scene_router(scene: Scene) -> APIRouter:
         name = f"shardscope-{scene.slug}-frame{frame}.svg"
         return Response(body, media_type="image/svg+xml",
                         headers={"Content-Disposition": f'inline; filename="{name}"'})
+
+    @router.get(f"/{scene.slug}/handout", response_class=HTMLResponse, openapi_extra=without_frame,
+                responses=errors, summary=f"{scene.title}: every step with its caption, to print")
+    def handout(request: Request):
+        try:
+            params = parse(scene.params, request.query_params)
+            trace = trace_of(scene, params)
+        except ParamsError as error:
+            return json_error(error)
+        steps = [(k, frame.caption, render("_partials/deck_file.svg",
+                                           **scene.export(params, trace, k)).split("?>", 1)[-1])
+                 for k, frame in enumerate(trace.frames)]
+        return HTMLResponse(render("handout.html", scene=scene, params=params, steps=steps,
+                                   embed=True))
 
     return router
 

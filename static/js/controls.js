@@ -128,12 +128,32 @@
     });
   }
 
+  // The Embed dialog's options become the /embed URL's query keys (static/js/view.js reads
+  // them): aspect, start, end, autoplay, speed, controls=0, caption=0, large=1.
+  var SIZES = { "16:9": ["960", "540"], "4:3": ["960", "720"], "fill": ["100%", "100%"] };
+
   function embedSnippet(root) {
     var url = new URL(window.location.href);
     url.pathname = "/embed" + url.pathname;
+    ["present", "aspect", "start", "end", "autoplay", "speed", "controls", "caption", "large"].forEach(function (k) { url.searchParams.delete(k); });
+    var opt = function (name) { return root.querySelector('[data-embed-opt="' + name + '"]'); };
+    var aspect = opt("aspect") ? opt("aspect").value : "16:9";
+    var size = SIZES[aspect] || SIZES["16:9"];
+    url.searchParams.set("aspect", aspect);
+    var start = opt("start"), end = opt("end");
+    if (start && start.value !== "" && start.value !== "0") url.searchParams.set("start", start.value);
+    if (end && end.value !== "" && end.value !== end.max) url.searchParams.set("end", end.value);
+    if (opt("autoplay") && opt("autoplay").checked) {
+      url.searchParams.set("autoplay", "1");
+      url.searchParams.set("speed", opt("speed").value);
+    }
+    if (opt("controls") && opt("controls").checked) url.searchParams.set("controls", "0");
+    if (opt("caption") && opt("caption").checked) url.searchParams.set("caption", "0");
+    if (opt("large") && opt("large").checked) url.searchParams.set("large", "1");
     var area = root.querySelector("[data-embed-code]");
     var title = area.dataset.title || "Shardscope";
-    return '<iframe src="' + url.href + '" width="960" height="680" style="border:0;max-width:100%" ' +
+    var style = aspect === "fill" ? "border:0;width:100%;height:100%" : "border:0;max-width:100%";
+    return '<iframe src="' + url.href + '" width="' + size[0] + '" height="' + size[1] + '" style="' + style + '" ' +
       'title="' + title.replace(/"/g, "&quot;") + ' (Shardscope)" loading="lazy" allowfullscreen></iframe>';
   }
 
@@ -150,6 +170,12 @@
         dialog.showModal();
         area.select();
       });
+      var options = share.querySelector("[data-embed-options]");
+      if (options) {
+        var refresh = function () { area.value = embedSnippet(share); share.querySelector("[data-embed-copied]").hidden = true; };
+        options.addEventListener("input", refresh);
+        options.addEventListener("change", refresh);
+      }
       share.querySelector("[data-embed-copy]").addEventListener("click", function () {
         area.select();
         var done = function () { share.querySelector("[data-embed-copied]").hidden = false; };

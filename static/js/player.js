@@ -25,18 +25,34 @@
     this.speedSelect = root.querySelector("[data-speed]");
     this.playButton = root.querySelector('[data-act="play"]');
     this.k = parseInt(root.dataset.current || "0", 10);
+    // a lecturer's embed may show a range of steps (?start=&end=) and play itself (?autoplay=1)
+    var query = new URLSearchParams(window.location.search);
+    var bound = function (name, fallback) {
+      var v = parseInt(query.get(name), 10);
+      return isNaN(v) ? fallback : Math.max(0, Math.min(this.frames - 1, v));
+    }.bind(this);
+    this.lo = bound("start", 0);
+    this.hi = Math.max(this.lo, bound("end", this.frames - 1));
+    if (query.has("start") && !query.has("frame")) this.k = this.lo;
     this.timer = null;
     this.animations = [];
     var self = this;
     root.querySelectorAll("[data-act]").forEach(function (button) {
       button.addEventListener("click", function () { self.act(button.dataset.act); });
     });
+    if (this.speedSelect && query.get("speed")) {
+      var wanted = query.get("speed");
+      Array.prototype.forEach.call(this.speedSelect.options, function (o) { if (o.value === wanted) o.selected = true; });
+    }
     if (this.scrub) {
+      this.scrub.min = String(this.lo);
+      this.scrub.max = String(this.hi);
       this.scrub.addEventListener("input", function () { self.pause(); self.show(parseInt(self.scrub.value, 10), false); });
     }
     root.addEventListener("pointerdown", function () { active = self; });
     root.addEventListener("focusin", function () { active = self; });
     this.show(this.k, false);
+    if (query.get("autoplay") === "1") this.play();
   }
 
   Player.prototype.speed = function () {
@@ -46,8 +62,8 @@
   Player.prototype.act = function (what) {
     if (what === "play") return this.playing() ? this.pause() : this.play();
     this.pause();
-    if (what === "first") this.show(0, false);
-    if (what === "last") this.show(this.frames - 1, false);
+    if (what === "first") this.show(this.lo, false);
+    if (what === "last") this.show(this.hi, false);
     if (what === "prev") this.show(this.k - 1, false);
     if (what === "next") this.show(this.k + 1, true);
   };
@@ -56,11 +72,11 @@
 
   Player.prototype.play = function () {
     var self = this;
-    if (this.k >= this.frames - 1) this.show(0, false);
+    if (this.k >= this.hi) this.show(this.lo, false);
     this.root.classList.add("playing");
     if (this.playButton) this.playButton.setAttribute("aria-label", "Pause");
     var tick = function () {
-      if (self.k >= self.frames - 1) return self.pause();
+      if (self.k >= self.hi) return self.pause();
       self.show(self.k + 1, true);
       self.timer = window.setTimeout(tick, BASE_MS / self.speed());
     };
@@ -90,7 +106,7 @@
   };
 
   Player.prototype.show = function (k, animate) {
-    k = Math.max(0, Math.min(this.frames - 1, k));
+    k = Math.max(this.lo, Math.min(this.hi, k));
     this.k = k;
     this.load(k);
     this.animations.forEach(function (a) { a.cancel(); });
@@ -158,19 +174,44 @@
     });
   }
 
+  // Keys work whenever no text field has focus: a focused chip, select or button does not keep
+  // ← → for itself (a clicked chip, then →, must step, not change the parameter). A focused
+  // slider keeps ← → Home End: that is how it is moved by keyboard.
+  var TEXT_TYPES = { text: 1, number: 1, search: 1, email: 1, url: 1, password: 1, tel: 1 };
+  function isTextField(el) {
+    if (!el || !el.tagName) return false;
+    if (el.isContentEditable || el.tagName === "TEXTAREA") return true;
+    return el.tagName === "INPUT" && !!TEXT_TYPES[(el.getAttribute("type") || "text").toLowerCase()];
+  }
+
+  var STEP_KEYS = { ArrowLeft: "prev", ArrowRight: "next", PageUp: "prev", PageDown: "next", Home: "first", End: "last" };
+
   document.addEventListener("keydown", function (event) {
     if (!active || !document.contains(active.root)) return;
     if (event.altKey || event.ctrlKey || event.metaKey) return;
     var target = event.target;
-    var tag = target && target.tagName;
-    if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || (target && target.isContentEditable)) return;
+    if (isTextField(target)) return;
     if (document.querySelector("dialog[open]")) return;
-    var keys = { ArrowLeft: "prev", ArrowRight: "next", Home: "first", End: "last" };
-    if (keys[event.key]) { event.preventDefault(); active.act(keys[event.key]); }
-    else if (event.key === " " && tag !== "BUTTON" && tag !== "A") { event.preventDefault(); active.act("play"); }
-  });
+    var classroom = window.ShardscopeClassroom;
+    if (classroom && classroom.key(event)) { event.preventDefault(); return; }
+    var tag = target && target.tagName;
+    if (STEP_KEYS[event.key]) {
+      // a focused slider keeps its keys (dragging by keyboard); PageUp/PageDown, a clicker's,
+      // step the player even there
+      if (tag === "INPUT" && target.type === "range" && event.key.indexOf("Page") !== 0) return;
+      event.preventDefault();
+      if (tag === "SELECT" || (tag === "INPUT" && target.type !== "range")) target.blur();
+      active.act(STEP_KEYS[event.key]);
+    } else if (event.key === " " && tag !== "BUTTON" && tag !== "A" && tag !== "SELECT" && tag !== "SUMMARY" && tag !== "INPUT") {
+      event.preventDefault();
+      active.act("play");
+    }
+  }, true);
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:load", function (event) { init(event.detail.elt); });
-  window.ShardscopePlayer = { init: init };
+  window.ShardscopePlayer = {
+    init: init, isTextField: isTextField,
+    active: function () { return active && document.contains(active.root) ? active : null; }
+  };
 })();

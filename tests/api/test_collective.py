@@ -121,7 +121,8 @@ def test_page_renders_the_frame_in_the_url(client):
     deck, later = text.split('<template class="deck-later">')
     assert 'data-frame="4"' not in deck
     assert '<g class="frame step" data-frame="4" data-markup=\'<' in later  # its elements as text
-    assert client.get("/collective?frame=99").status_code == 422
+    assert client.get("/collective?frame=99").status_code == 200  # a page shows the nearest step
+    assert client.get("/svg/collective?frame=99").status_code == 422
 
 
 def test_embed_may_be_framed_anywhere_and_pages_nowhere(client):

@@ -1,0 +1,222 @@
+"""The classroom (issue 13, DESIGN.md principle 14), for every scene the home page links:
+one screen at 1920×1080 and 1280×720, presentation mode, keys, lecturer-controlled embeds at
+960×540, the course's prev / next walk, the phone, the handout."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.main import SCENES
+
+SLUGS = [s.slug for s in SCENES]
+KEY_SLIDER = {s.slug: s.key_slider for s in SCENES}
+
+BOXES = """() => {
+  const box = s => { const e = document.querySelector(s); if (!e) return null;
+    const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, h: r.height}; };
+  return {deck: box('[data-player] svg.deck'), caption: box('[data-player] [data-captions]'),
+          bar: box('[data-player] [data-player-bar]'), vh: window.innerHeight, vw: window.innerWidth,
+          captionPx: parseFloat(getComputedStyle(document.querySelector('[data-player] [data-captions]')).fontSize)};
+}"""
+
+
+def fits(b, what=("deck", "caption", "bar")):
+    for name in what:
+        box = b[name]
+        assert box is not None, f"no {name}"
+        assert box["h"] > 0, f"{name} not shown"
+        assert box["top"] >= -1 and box["bottom"] <= b["vh"] + 1, (name, box, b["vh"])
+        assert box["left"] >= -1 and box["right"] <= b["vw"] + 1, (name, box, b["vw"])
+
+
+def open_page(page, path, width, height):
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(page.base + path)
+    page.wait_for_load_state("load")
+
+
+def position(page) -> int:
+    return int(page.inner_text("[data-player-bar] [data-k]"))
+
+
+def test_home_links_every_scene(page):
+    page.goto(page.base + "/")
+    linked = set(page.eval_on_selector_all("#course a[href^='/']", "as => as.map(a => a.getAttribute('href').split('?')[0].slice(1))"))
+    assert set(SLUGS) <= linked, set(SLUGS) - linked
+    path = page.eval_on_selector_all(".start-here .path a", "as => as.map(a => a.getAttribute('href'))")
+    assert path == ["/" + s for s in SLUGS]
+    intro = page.inner_text(".chapter:first-child .chapter-intro")
+    assert "/memory" in intro and "/parallelism" in intro
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1280, 720)], ids=["1920x1080", "1280x720"])
+@pytest.mark.parametrize("slug", SLUGS)
+def test_one_screen(page, slug, size):
+    open_page(page, f"/{slug}", *size)
+    assert page.evaluate("window.scrollY") == 0
+    fits(page.evaluate(BOXES))
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_presentation_mode(page, slug):
+    open_page(page, f"/{slug}?present=1", 1280, 720)
+    b = page.evaluate(BOXES)
+    fits(b)
+    assert b["captionPx"] >= 20
+    assert b["deck"]["h"] >= 0.55 * 720, b["deck"]          # scaled to the screen
+    for hidden in (".site-header", ".scene-head", ".toolbar", ".panels"):
+        if page.query_selector(hidden):
+            assert not page.is_visible(hidden), hidden
+    # the overlay keeps the key parameter and nothing else of the form
+    key = KEY_SLIDER[slug]
+    assert page.is_visible(f'#controls [data-field="{key}"]'), key
+    others = page.eval_on_selector_all("#controls .field", "fs => fs.filter(f => f.offsetParent !== null).map(f => f.dataset.field)")
+    assert others == [key]
+
+
+def test_presentation_keys(page):
+    open_page(page, "/collective", 1280, 720)
+    page.keyboard.press("p")
+    page.wait_for_function("document.documentElement.classList.contains('present')")
+    assert "present=1" in page.url
+    assert not page.is_visible(".site-header")
+    page.keyboard.press("PageDown")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("PageDown")
+    page.keyboard.press("PageUp")
+    assert position(page) == 2
+    page.keyboard.press("b")
+    assert page.is_visible(".blank-screen")
+    page.keyboard.press("b")
+    assert not page.is_visible(".blank-screen")
+    page.keyboard.press("Escape")
+    page.wait_for_function("!document.documentElement.classList.contains('present')")
+    assert page.is_visible(".site-header") and "present=1" not in page.url
+    # the key parameter, changed from the overlay, re-renders the stage and stays in the mode
+    page.goto(page.base + "/collective?present=1")
+    page.wait_for_load_state("load")
+    with page.expect_response(lambda r: "/collective?" in r.url and "world=" in r.url):
+        page.eval_on_selector('#controls [data-field="world"] input[type=range]', """el => {
+            el.value = String(Number(el.value) + 1); el.dispatchEvent(new Event('input', {bubbles: true})); }""")
+    page.wait_for_function("document.querySelector('#stage [data-player]') !== null")
+    assert page.evaluate("document.documentElement.classList.contains('present')")
+    fits(page.evaluate(BOXES))
+
+
+def test_chip_and_select_do_not_swallow_arrows(page):
+    open_page(page, "/pipeline", 1600, 1000)
+    before = page.eval_on_selector("input[name=schedule]:checked", "el => el.value")
+    page.click(".segmented label:has(input[name=schedule]:checked) span")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.eval_on_selector("input[name=schedule]:checked", "el => el.value") == before
+    assert position(page) == 2
+    page.focus("[data-speed]")
+    page.keyboard.press("ArrowLeft")
+    assert position(page) == 1 and page.input_value("[data-speed]") == "1"
+    page.keyboard.press("?")
+    assert page.is_visible(".key-help") and "presentation mode" in page.inner_text(".key-help")
+    page.keyboard.press("Escape")
+    assert not page.is_visible(".key-help")
+
+
+def test_text_fields_keep_their_keys(page):
+    open_page(page, "/zero", 1600, 1000)
+    number = page.query_selector("#controls input[type=number]")
+    if number is None:
+        pytest.skip("no number field on this scene")
+    number.focus()
+    page.keyboard.press("ArrowRight")
+    assert position(page) == 0
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_embed_fits_960x540(page, slug):
+    open_page(page, f"/embed/{slug}", 960, 540)
+    fits(page.evaluate(BOXES))
+    assert page.evaluate("document.documentElement.scrollHeight") <= 541
+
+
+def test_embed_options(page):
+    open_page(page, "/pipeline", 1600, 1000)
+    page.click("[data-embed-open]")
+    page.select_option('[data-embed-opt="aspect"]', "4:3")
+    page.fill('[data-embed-opt="start"]', "2")
+    page.fill('[data-embed-opt="end"]', "5")
+    page.check('[data-embed-opt="autoplay"]')
+    page.select_option('[data-embed-opt="speed"]', "2")
+    page.check('[data-embed-opt="caption"]')
+    page.check('[data-embed-opt="large"]')
+    code = page.input_value("[data-embed-code]")
+    assert 'width="960" height="720"' in code
+    src = re.search(r'src="([^"]+)"', code).group(1)
+    for part in ("/embed/pipeline?", "aspect=4%3A3", "start=2", "end=5", "autoplay=1", "speed=2", "caption=0", "large=1"):
+        assert part in src, (part, src)
+    page.click("[data-embed-dialog] button[value=close]")
+    open_page(page, "/embed/pipeline?start=2&end=5&controls=0&caption=0", 960, 540)
+    assert not page.is_visible("[data-player-bar]") and not page.is_visible("[data-captions]")
+    assert position(page) == 2
+    page.keyboard.press("End")
+    assert position(page) == 5
+    open_page(page, "/embed/pipeline?large=1", 960, 540)
+    b = page.evaluate(BOXES)
+    fits(b)
+    assert b["captionPx"] >= 22
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_course_walk_and_nearest_step(page, slug):
+    i = SLUGS.index(slug)
+    open_page(page, f"/{slug}?frame=100000", 1600, 1000)
+    prev = page.query_selector('a[rel="prev"]')
+    nxt = page.query_selector('a[rel="next"]')
+    assert (prev.get_attribute("href") if prev else None) == ("/" + SLUGS[i - 1] if i else None)
+    assert (nxt.get_attribute("href") if nxt else None) == ("/" + SLUGS[i + 1] if i + 1 < len(SLUGS) else None)
+    last = int(page.get_attribute("[data-player]", "data-frames")) - 1
+    assert position(page) == last
+    assert re.fullmatch(rf"step {last} of {last}", page.inner_text("[data-player-bar] [data-position]").strip())
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def phone(browser, live_server):
+    context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.base = live_server
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("path", ["/"] + ["/" + s for s in SLUGS])
+def test_phone(phone, path):
+    phone.goto(phone.base + path)
+    phone.wait_for_load_state("load")
+    # every panel laid out (content-visibility skips those off screen)
+    phone.add_style_tag(content="* { content-visibility: visible !important; }")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    if path == "/":
+        return
+    assert not phone.is_visible(".key-hint")
+    assert phone.eval_on_selector("#controls", "el => getComputedStyle(el).position") == "static"
+    controls = phone.eval_on_selector("#controls", "el => el.getBoundingClientRect().bottom")
+    stage = phone.eval_on_selector("#stage", "el => el.getBoundingClientRect().top")
+    assert controls <= stage
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_handout(page, slug):
+    page.goto(page.base + f"/{slug}/handout")
+    frames = page.evaluate(f"fetch('/api/{slug}').then(r => r.json()).then(j => j.frames.length)")
+    steps = page.query_selector_all(".handout-step")
+    assert len(steps) == frames
+    assert all(s.query_selector("svg") and s.query_selector("figcaption") for s in steps)
+    page.emulate_media(media="print")
+    breaks = page.eval_on_selector_all(".handout-step", "fs => fs.map(f => getComputedStyle(f).breakAfter)")
+    assert breaks[1::2] == ["page"] * len(breaks[1::2]) and "page" not in breaks[0::2]
