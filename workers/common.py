@@ -176,14 +176,31 @@ def start(args: argparse.Namespace, backend: str | None = None
         device = torch.device("cpu")
         name = "CPU"
     dist.init_process_group(backend)
-    RUN.update(config=json.loads(json.dumps(run_config(args), default=str)), backend=backend, world=dist.get_world_size(),
+    RUN.update(argv=own_argv(sys.argv[1:]), config=json.loads(json.dumps(run_config(args), default=str)), backend=backend, world=dist.get_world_size(),
                device=name, torch=torch.__version__)
     return dist.get_rank(), dist.get_world_size(), device, backend
 
 
 RUN: dict = {}
+RUNNER_OPTIONS = ("--out", "--backend", "--hold-seconds")
+
+
+def own_argv(argv: list[str]) -> list[str]:
+    """The command line less the runner's options: what the page's ``worker_argv`` gives, so
+    that a report from elsewhere can be matched with the page's query (app/routes/verify.py)."""
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in RUNNER_OPTIONS:
+            skip = True
+        elif not token.startswith(tuple(o + "=" for o in RUNNER_OPTIONS)):
+            out.append(token)
+    return out
+
+
 """What :func:`start` learnt about this run; :func:`finish` adds it to the report (its
-``config``, ``backend``, ``world``, ``device``, ``torch``) unless the worker wrote its own."""
+``argv`` less the runner's options, ``config``, ``backend``, ``world``, ``device``, ``torch``) unless the worker wrote its own."""
 
 
 def guard_parent() -> None:
