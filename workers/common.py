@@ -66,8 +66,11 @@ def _guard() -> int | None:
             if folder and ARMED.is_set():
                 beat = os.path.join(folder, f"rank-{os.environ.get('RANK', '0')}")
                 try:
-                    with open(beat, "a"):
+                    if os.path.exists(beat):
                         os.utime(beat)
+                    else:  # its pid: a rank that has exited is not a stalled one
+                        with open(beat, "w") as f:
+                            f.write(str(os.getpid()))
                 except OSError:
                     pass
             time.sleep(0.25)

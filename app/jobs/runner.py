@@ -373,7 +373,7 @@ class JobRunner:
                 age = now - beat.stat().st_mtime
             except FileNotFoundError:
                 continue  # not started yet: the time limit covers a rank that never starts
-            if age > self.stall_s:
+            if age > self.stall_s and _alive(beat):
                 return (f"rank {r} stopped making progress: no heartbeat for {age:.1f} s "
                         f"(limit {self.stall_s:g} s), so the job was stopped")
         for proc in procs:
@@ -392,6 +392,18 @@ class JobRunner:
         job.detail = detail
         job.finished = time.monotonic()
         job.status = status
+
+
+def _alive(beat: Path) -> bool:
+    """Whether the rank that writes ``beat`` (its pid inside) is still running."""
+    try:
+        text = beat.read_text()
+        if not text:
+            return True  # being written
+        proc = psutil.Process(int(text))
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (ValueError, OSError, psutil.Error):
+        return False
 
 
 def kill_tree(pid: int) -> None:
