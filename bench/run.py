@@ -54,7 +54,16 @@ SCALE = {"pipeline": ("schedule=1f1b&stages=64&microbatches=1024", 200)}
 in < 200 ms, the timeline summarised), in milliseconds: the best of five cold requests."""
 
 BUDGETS = {"repaint_p95_ms": 50, "api_p99_ms": 10, "throughput_ratio": 0.5, "any_ms": 500,
-           "first_load_bytes": 200_000, "verify_s": 20}
+           "first_load_bytes": 200_000, "verify_s": 20, "verify_warm_s": 3}
+
+
+def verify_cold_warm(base: str) -> dict:
+    """The first 4-rank job (cold: the pool starts its ranks) and, once the pool has refilled,
+    the next (warm: pre-started ranks); app/jobs/pool.py."""
+    cold = verify_seconds(base)
+    time.sleep(float(os.environ.get("BENCH_POOL_REFILL_S", "20")))  # the refill imports torch
+    warm = min((verify_seconds(base) for _ in range(1)), key=lambda r: r["seconds"])
+    return {**cold, "warm_seconds": warm["seconds"], "warm_status": warm["status"]}
 
 
 def verify_seconds(base: str) -> dict:
@@ -96,7 +105,7 @@ def run(quick: bool) -> dict:
         results["throughput"] = {"bare_rps": bare, "collective_rps": ours, "ratio": ours / bare}
         results["browser"] = browser.measure(app_url, [s for s in SCENES if s.key_slider],
                                              moves=30 if quick else 60)
-        results["verify"] = verify_seconds(app_url)
+        results["verify"] = verify_cold_warm(app_url)
     return results
 
 
@@ -152,6 +161,10 @@ def table(r: dict) -> str:
     v = r["verify"]
     rows.append(f"| 4-rank verification job (`/collective`), POST to result | < {b['verify_s']} s "
                 f"| {v['seconds']:.1f} s ({v['status']}) {mark(v['seconds'] < b['verify_s'])} |")
+    if "warm_seconds" in v:
+        rows.append(f"| the same job once the server is warm (the rank pool refilled), POST to "
+                    f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
+                    f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     m = r["machine"]
     rows.append("")
     rows.append(f"Measured {r['when'][:10]} on {m['cores']} cores, Python {m['python']}, "

@@ -25,6 +25,66 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # so `python workers/x.py` and torchrun find the app package
     sys.path.insert(0, str(ROOT))
 
+LAUNCHER = "SHARDSCOPE_LAUNCHER_PID"
+"""The launcher's pid, as the process that started this rank wrote it into the environment
+(app/jobs/launcher.py for a torchrun job, the server for a pooled rank: app/jobs/pool.py)."""
+HEARTBEAT = "SHARDSCOPE_HEARTBEAT"
+"""A folder: each rank touches ``rank-<RANK>`` there every 0.25 s (the runner's stall watch)."""
+
+
+def _prctl_death_signal() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the polling guard below still runs
+        pass
+
+
+def _guard() -> int | None:
+    """No rank outlives its launcher, whenever the launcher dies. This runs when the worker
+    imports this module — before it imports torch (≈2.5 s, the window where a guard started
+    later would find init already its parent): (1) PR_SET_PDEATHSIG, so the kernel kills this
+    rank the moment its parent dies; (2) the parent it must have — the launcher's pid from the
+    environment, so a launcher that died before (1) is seen now (getppid is then another pid);
+    (3) a thread that polls getppid (for systems without prctl) and touches the heartbeat.
+    Only in a launched rank (torchrun's LOCAL_RANK, or the launcher's variable): a test that
+    imports a worker's parser() is left alone."""
+    if LAUNCHER not in os.environ and "LOCAL_RANK" not in os.environ:
+        return None
+    _prctl_death_signal()
+    parent = int(os.environ.get(LAUNCHER) or os.getppid())
+    if os.getppid() != parent:
+        os._exit(3)
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(3)
+            folder = os.environ.get(HEARTBEAT)
+            if folder and ARMED.is_set():
+                beat = os.path.join(folder, f"rank-{os.environ.get('RANK', '0')}")
+                try:
+                    if os.path.exists(beat):
+                        os.utime(beat)
+                    else:  # its pid: a rank that has exited is not a stalled one
+                        with open(beat, "w") as f:
+                            f.write(str(os.getpid()))
+                except OSError:
+                    pass
+            time.sleep(0.25)
+
+    threading.Thread(target=watch, daemon=True, name="parent-guard").start()
+    return parent
+
+
+ARMED = threading.Event()
+"""Set by :func:`start`: the heartbeat begins there, not at import — loading torch's shared
+libraries can hold the GIL for seconds on a loaded machine, which is no stall (a rank stopped
+before start() is seen by the runner as a stopped process)."""
+PARENT = _guard()
+
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
@@ -103,6 +163,7 @@ def start(args: argparse.Namespace, backend: str | None = None
           ) -> tuple[int, int, torch.device, str]:
     """Wait --hold-seconds (so that tests can kill a live worker), then join the process group
     with ``backend`` (default: --backend). Returns (rank, world size, device, backend)."""
+    ARMED.set()
     if args.hold_seconds:
         time.sleep(args.hold_seconds)
     guard_parent()
@@ -113,24 +174,58 @@ def start(args: argparse.Namespace, backend: str | None = None
     if backend == "nccl":
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
+        name = f"{torch.cuda.get_device_name(local_rank)} (CUDA)"
     else:
         device = torch.device("cpu")
+        name = "CPU"
     dist.init_process_group(backend)
+    RUN.update(argv=own_argv(sys.argv[1:]), config=json.loads(json.dumps(run_config(args), default=str)), backend=backend, world=dist.get_world_size(),
+               device=name, torch=torch.__version__)
     return dist.get_rank(), dist.get_world_size(), device, backend
 
 
+RUN: dict = {}
+RUNNER_OPTIONS = ("--out", "--backend", "--hold-seconds")
+
+
+def own_argv(argv: list[str]) -> list[str]:
+    """The command line less the runner's options: what the page's ``worker_argv`` gives, so
+    that a report from elsewhere can be matched with the page's query (app/routes/verify.py)."""
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in RUNNER_OPTIONS:
+            skip = True
+        elif not token.startswith(tuple(o + "=" for o in RUNNER_OPTIONS)):
+            out.append(token)
+    return out
+
+
+"""What :func:`start` learnt about this run; :func:`finish` adds it to the report (its
+``argv`` less the runner's options, ``config``, ``backend``, ``world``, ``device``, ``torch``) unless the worker wrote its own."""
+
+
 def guard_parent() -> None:
-    """Exit if the launcher dies: torchrun starts each rank in a session of its own, so a killed
-    launcher would otherwise leave its ranks running."""
-    parent = os.getppid()
+    """Exit if the launcher dies. Since the guard runs at import (:func:`_guard`), this only
+    starts it for a rank whose environment did not say it was launched."""
+    global PARENT
+    if PARENT is None:
+        os.environ.setdefault(LAUNCHER, str(os.getppid()))
+        ARMED = threading.Event()
+"""Set by :func:`start`: the heartbeat begins there, not at import — loading torch's shared
+libraries can hold the GIL for seconds on a loaded machine, which is no stall (a rank stopped
+before start() is seen by the runner as a stopped process)."""
+PARENT = _guard()
 
-    def watch() -> None:
-        while True:
-            if os.getppid() != parent:
-                os._exit(3)
-            time.sleep(0.25)
 
-    threading.Thread(target=watch, daemon=True, name="parent-guard").start()
+def digest(report: dict) -> str:
+    """sha256 of the report without its ``digest``, as canonical JSON: a report edited after
+    the run no longer matches it (app/routes/verify.py refuses it)."""
+    import hashlib
+    body = {k: v for k, v in report.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def gather(obj, rank: int, world: int) -> list | None:
@@ -160,6 +255,8 @@ def median_us(fn, device: torch.device, repeats: int = 7, warmup: int = 2) -> fl
 def finish(report: dict | None, rank: int, out: Path | None) -> None:
     """Rank 0 writes the report; every rank leaves the process group."""
     if rank == 0 and report is not None:
+        report = {**{k: v for k, v in RUN.items() if k not in report}, **report}
+        report["digest"] = digest(report)
         text = json.dumps(report)
         if out is None:
             print(text)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 
+from common import add_fields, arguments, finish, gather, run_config, start  # noqa: I001 (first: its guard runs before torch loads)
+
 import torch
 import torch.distributed as dist
-from common import add_fields, arguments, finish, gather, run_config, start
 from torch.distributed.device_mesh import init_device_mesh
 
 from app.sim.parallelism.layout import DENSE_AXES, EXPERT_AXES, GROUP_KINDS, Layout
