@@ -6,8 +6,9 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from urllib.parse import parse_qs
 
+import orjson
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
@@ -57,8 +58,12 @@ class SecurityHeaders:
         embed = scope["path"].startswith(("/embed/", "/svg/"))
         ancestors = b"frame-ancestors *" if embed else b"frame-ancestors 'none'"
 
+        started = False
+
         async def send_with_headers(message):
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = list(message.get("headers", []))
                 headers.append((b"content-security-policy", CSP.encode() + ancestors))
                 headers.append((b"x-content-type-options", b"nosniff"))
@@ -68,7 +73,47 @@ class SecurityHeaders:
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            # an unexpected error still answers a plain 500 behind the same headers (Starlette's
+            # own 500 is sent outside every middleware); re-raised so the server logs it
+            if started:
+                raise
+            await server_error(scope["path"])(scope, receive, send_with_headers)
+            raise
+
+
+def server_error(path: str) -> Response:
+    """The answer to an unexpected error: no detail of it, JSON on /api, a plain page else."""
+    text = "The server failed on this request; it has been logged."
+    if path.startswith("/api/"):
+        return Response(orjson.dumps({"detail": text, "message": text}), status_code=500,
+                        media_type="application/json")
+    return HTMLResponse(f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\">"
+                        f"<title>Server error — Shardscope</title><h1>Server error</h1>"
+                        f"<p>{text} <a href=\"/\">The course</a></p></html>", status_code=500)
+
+
+class HeadAsGet:
+    """HEAD answers like GET without the body: the same status and headers, Content-Length of
+    the GET's body where it has one (FastAPI's GET routes answer only GET)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def send_without_body(message):
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_without_body)
 
 
 class Assets(StaticFiles):
@@ -136,4 +181,5 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
     app.include_router(verify_router(SCENES, runner))
     app.add_middleware(CompressPages)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(HeadAsGet)
     return app

@@ -14,9 +14,10 @@ the inline message on pages.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from types import UnionType
@@ -131,6 +132,51 @@ def nearby_multiples(value: int, divisor: int, most: int | None = None) -> str:
     up = down + divisor
     options = [v for v in (down, up) if v > 0 and (most is None or v <= most)]
     return " or ".join(map(str, options or [divisor]))
+
+
+_SUGGESTING = contextvars.ContextVar("suggesting", default=False)
+
+
+def suggest(model: BaseModel, name: str, candidates: Iterable[int], count: int = 2) -> str:
+    """" — try {name} a or b" for a 422 message: the first ``count`` of ``candidates`` (nearest
+    first) that pass every check of ``model``'s class when put in place of ``name``, so that no
+    suggestion is refused in turn; "" when none does. Called from a model validator; while it
+    checks a candidate, the validators it re-runs suggest nothing (no recursion)."""
+    if _SUGGESTING.get():
+        return ""
+    token = _SUGGESTING.set(True)
+    try:
+        base, ok = model.model_dump(), []
+        for value in list(dict.fromkeys(candidates))[:32]:   # bounded work
+            try:
+                type(model).model_validate({**base, name: value})
+            except ValidationError:
+                continue
+            ok.append(value)
+            if len(ok) == count:
+                break
+    finally:
+        _SUGGESTING.reset(token)
+    return f" — try {name} {' or '.join(map(str, sorted(ok)))}" if ok else ""
+
+
+def multiples_near(value: int, divisor: int, most: int | None = None,
+                   tries: int = 16) -> Iterator[int]:
+    """Positive multiples of ``divisor`` (≤ ``most``), nearest ``value`` first: the candidates of
+    :func:`suggest` for "must be divisible by"."""
+    down = value // divisor * divisor
+    for i in range(tries):
+        for v in (down - i * divisor, down + (i + 1) * divisor):
+            if v > 0 and (most is None or v <= most):
+                yield v
+
+
+def divisors_near(n: int, k: int, low: int = 1) -> list[int]:
+    """Divisors of ``n`` (≥ ``low``), nearest ``k`` first: the candidates of :func:`suggest`
+    for "must divide"."""
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    every = {*small, *(n // d for d in small)}
+    return sorted((d for d in every if d >= low), key=lambda d: (abs(d - k), d))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ class Scale:
             a, b, v = math.log(self.lo), math.log(self.hi), math.log(max(value, self.lo * 1e-9))
         else:
             a, b, v = self.lo, self.hi, value
+        if b == a:   # one value only (a single step, a constant series): the middle
+            return (self.px_lo + self.px_hi) / 2
         return self.px_lo + (v - a) / (b - a) * (self.px_hi - self.px_lo)
 
 

@@ -4,6 +4,24 @@
 (function () {
   "use strict";
 
+  // -- an expected abort is not an error ---------------------------------------------------------
+  // hx-sync="this:replace" aborts the request of a move when the next move comes (a drag makes
+  // dozens), and htmx logs each abort with console.error ("htmx:afterRequest", "htmx:sendAbort")
+  // before any listener runs. Those two lines, written while an XMLHttpRequest is being aborted
+  // (its abort event fires inside abort()), are dropped; every other error still shows.
+  var aborting = 0;
+  var abort = XMLHttpRequest.prototype.abort;
+  XMLHttpRequest.prototype.abort = function () {
+    aborting++;
+    try { return abort.apply(this, arguments); } finally { aborting--; }
+  };
+  var consoleError = console.error;
+  console.error = function (message) {
+    if (aborting && typeof message === "string" &&
+        /^htmx:(afterRequest|sendAbort)\b/.test(message)) return;
+    return consoleError.apply(console, arguments);
+  };
+
   // -- states kept in memory -------------------------------------------------------------------
   // Every stage fragment this page received, by the URL htmx asks for (the last KEEP of them).
   // A fragment is a pure function of its URL, so a move onto a state the page has shown, or onto

@@ -205,10 +205,11 @@ def test_verify_fragments_answer_in_html(client):
 
 
 def test_a_count_below_the_world_suggests_one_valid_count(client):
-    """count 8 on 33 ranks: the only multiple of 33 nearby is 33 (not "33 or 33")."""
+    """count 8 on 33 ranks: the multiples of 33 nearest 8 that pass every check (not "0 or 33",
+    not "33 or 33"); each suggestion names the parameter."""
     r = client.get("/api/collective?op=all_gather&world=33&count=8")
     assert r.status_code == 422
     message = r.json()["detail"][0]["message"]
-    assert message.endswith("— try 33"), message
+    assert message.endswith("— try count 33 or 66"), message
     r = client.get("/api/collective?op=all_gather&world=8&count=12")
-    assert r.json()["detail"][0]["message"].endswith("— try 8 or 16")
+    assert r.json()["detail"][0]["message"].endswith("— try count 8 or 16")

@@ -84,9 +84,26 @@ def scaled_argv(small) -> list[str]:
                "--grad-accum", str(small.grad_accum)])
 
 
+def scaled_or_why(p):
+    """(the scaled-down copy, None), or (None, (parameter, why)) when the copy is not a valid
+    set-up of this scene: the page shows the reason on its real-run panel and
+    POST /api/verify answers it as a 422, never a server error."""
+    try:
+        return scaled_params(p), None
+    except ValueError as error:   # pydantic's ValidationError and Invalid are ValueErrors
+        reason = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
+        reason = reason.removeprefix("Value error, ")
+        return None, ("preset", f"the real run's scaled-down copy of this set-up is not a "
+                                f"valid one ({reason}); the simulation above is unaffected")
+
+
+def unsupported(p):
+    return scaled_or_why(p)[1]
+
+
 def world(p) -> int:
-    small = scaled_params(p)
-    return small.dp * small.tp
+    small, _ = scaled_or_why(p)
+    return 1 if small is None else small.dp * small.tp
 
 
 def compare(params, trace, report: dict) -> Verdict:
@@ -228,4 +245,5 @@ CHECK = Check(
     world=world,
     args=worker_argv,
     compare=compare,
+    unsupported=unsupported,
 )

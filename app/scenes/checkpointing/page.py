@@ -10,7 +10,7 @@ from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.checkpointing import deck as view
 from app.scenes.checkpointing import deck_svg as checkpointing_svg
-from app.scenes.checkpointing.check import CHECK, scaled_params
+from app.scenes.checkpointing.check import CHECK, scaled_or_why
 from app.sim.checkpointing.params import CheckpointParams
 from app.sim.checkpointing.simulate import model_of, simulate
 from app.sim.models import PRESETS
@@ -30,11 +30,13 @@ def deck_svg(p: CheckpointParams, frame: int) -> Markup:
 
 
 def page_view(p: CheckpointParams, trace, frame: int) -> dict:
-    small = scaled_params(p)
+    # the real run's copy, or why there is none (the panel says it, the button is off)
+    small, why = scaled_or_why(p)
     return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
             "iteration_chart": view.iteration_chart(trace), "model": trace.model,
-            "presets": PRESETS, "torchrun": torchrun_line(CHECK, p), "scaled": small,
-            "scaled_model": model_of(small)}
+            "presets": PRESETS, "scaled": small,
+            "torchrun": torchrun_line(CHECK, p) if small else f"# no real run: {why[1]}",
+            "scaled_model": model_of(small) if small else None}
 
 
 def form_view() -> dict:

@@ -3,7 +3,8 @@
 The worker cannot train Llama-3 405B on a CPU, so it trains a scaled-down copy of the chosen
 set-up (:func:`scaled_config`): the same family (GPT or Llama: GQA, SwiGLU, RMSNorm, rotary
 positions, untied head), recomputation, optimizer, precision and ZeRO stage; 2 layers per
-pipeline stage, hidden 128, seq ≤ 128, vocab ≤ 512; dp, tp and pp capped at 2. The ledger is
+pipeline stage, hidden 128 (32 per head where 128 does not split into the heads), the MLP
+at most 16 times as wide, seq ≤ 128, vocab ≤ 512; dp, tp and pp capped at 2. The ledger is
 evaluated for that copy and set beside what the worker measured:
 
 - model states must match :mod:`app.sim.memory.rank_states` (tensor by tensor) to the byte; the table
@@ -25,6 +26,7 @@ from app.draw.fmt import exact_bytes, human_bytes
 
 ACTIVATION_TOLERANCE = 0.10
 CAP = 2                                  # most ranks per parallel dimension in the real run
+FFN_RATIO = 16                           # widest MLP of the real run, in hidden sizes
 PARTS = ("embedding", "norm 1", "attention", "norm 2", "MLP", "layer input (checkpoint)",
          "output")
 TERM_PART = {
@@ -60,9 +62,14 @@ def scaled_config(c: MemoryConfig, layers: int | None = None) -> MemoryConfig:
     else:   # keep grouped-query attention: 2 key/value heads, up to 4 queries each
         kv_heads = 2
         heads = kv_heads * min(m.heads // m.kv_heads, 4)
-    hidden = 128
+    # 128 wide, or 32 per head where 128 does not split into the heads (3 queries per
+    # key/value head: 6 heads)
+    hidden = 128 if 128 % heads == 0 else 32 * heads
     step = 32 * tp
-    ffn = max(step, round(m.ffn / m.hidden * hidden / step) * step)
+    # the MLP keeps the model's ratio to the width, up to FFN_RATIO (a 24-wide model with a
+    # 524,288-wide MLP would otherwise scale to 2.8 M: neither a valid size nor seconds)
+    ratio = min(m.ffn / m.hidden, FFN_RATIO)
+    ffn = max(step, round(ratio * hidden / step) * step)
     vocab = max(64, min(m.vocab, 512) // 64 * 64)
     seq = min(m.seq, 128)
     if seq % 2 and (dp > 1 or tp > 1):

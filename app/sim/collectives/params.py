@@ -20,7 +20,8 @@ from app.params import (
     Seed,
     SizeBytes,
     World,
-    nearby_multiples,
+    multiples_near,
+    suggest,
 )
 from app.sim.collectives.schedules import (
     SPLITTING_OPS,
@@ -80,11 +81,12 @@ class CollectiveParams(SceneParams):
         if self.algorithm == "halving_doubling" and not is_power_of_two(self.world):
             below = 1 << (self.world.bit_length() - 1)
             raise Invalid("world", f"halving_doubling needs a power-of-two world; world "
-                                   f"({self.world}) is not — try {below} or {below * 2}")
+                                   f"({self.world}) is not"
+                                   f"{suggest(self, 'world', [below, below * 2, below // 2])}")
         if self.op in SPLITTING_OPS and self.count % self.world:
             raise Invalid("count", f"count ({self.count}) must be divisible by world "
-                                   f"({self.world}) for {self.op} — try "
-                                   f"{nearby_multiples(self.count, self.world, 65536)}")
+                                   f"({self.world}) for {self.op}"
+                                   f"{suggest(self, 'count', multiples_near(self.count, self.world, 65536))}")
         if self.root >= self.world:
             raise Invalid("root", f"root ({self.root}) must be a rank from 0 to {self.world - 1}")
         steps = step_count(self.op, self.algorithm, self.world, self.count)

@@ -19,7 +19,8 @@ from pydantic import Field, field_validator, model_validator
 
 from app.params import (AlphaUs, Control, GpuModel, GpuTflops, GpusPerNode, Heads,
                         InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, MicroBatch, ModelPreset,
-                        Recompute, SceneParams, Seed, Seq, nearby_multiples)
+                        Recompute, SceneParams, Seed, Seq, divisors_near, multiples_near,
+                        suggest)
 
 Method = Literal["ring", "all_gather", "ulysses", "hybrid"]
 """Megatron-LM's cp_comm_type: p2p, all_gather, a2a, a2a+p2p."""
@@ -131,34 +132,26 @@ class ContextParallelParams(SceneParams):
             raise Invalid("kv_heads", f"kv_heads ({kv}) must not exceed heads ({h})")
         if h % kv:
             raise Invalid("kv_heads", f"kv_heads ({kv}) must divide heads ({h}): each key/value "
-                                      f"head serves a whole group of query heads — try kv_heads "
-                                      f"{_divisors_near(h, kv)}")
+                                      f"head serves a whole group of query heads"
+                                      f"{suggest(self, 'kv_heads', divisors_near(h, kv))}")
         parts = 2 * self.cp if self.balance == "zigzag" else self.cp
         if self.seq % parts:
             how = (f"2·cp ({parts}): zigzag cuts it into 2·cp chunks" if self.balance == "zigzag"
                    else f"cp ({parts}): each rank holds seq/cp tokens")
-            raise Invalid("seq", f"seq ({self.seq}) must be divisible by {how} — try seq "
-                                 f"{nearby_multiples(self.seq, parts, MAX_SEQ)}")
+            raise Invalid("seq", f"seq ({self.seq}) must be divisible by {how}"
+                                 f"{suggest(self, 'seq', multiples_near(self.seq, parts, MAX_SEQ))}")
         if self.method == "ulysses":
             for name, value in (("heads", h), ("kv_heads", kv)):
                 if value % self.cp:
                     raise Invalid("cp", f"cp ({self.cp}) must divide {name} ({value}) for "
-                                        f"ulysses: each rank attends with {name}/cp whole heads "
-                                        f"— try cp {_divisors_near(value, self.cp, low=2)}")
+                                        f"ulysses: each rank attends with {name}/cp whole heads"
+                                        f"{suggest(self, 'cp', divisors_near(value, self.cp, 2))}")
         if self.method == "hybrid":
             u = self.ulysses
             for name, value in (("cp", self.cp), ("heads", h), ("kv_heads", kv)):
                 if value % u:
                     raise Invalid("ulysses", f"ulysses ({u}) must divide {name} ({value}) for "
                                              f"hybrid: cp = ulysses × ring size and each rank "
-                                             f"of an all-to-all group takes heads/ulysses heads "
-                                             f"— try ulysses {_divisors_near(value, u)}")
+                                             f"of an all-to-all group takes heads/ulysses heads"
+                                             f"{suggest(self, 'ulysses', divisors_near(value, u))}")
         return self
-
-
-def _divisors_near(n: int, k: int, low: int = 1) -> str:
-    """Divisors of n (≥ low) nearest k, in words: "2 or 4"."""
-    below = [d for d in range(low, min(k, n) + 1) if n % d == 0]
-    above = next((d for d in range(k + 1, n + 1) if n % d == 0), None)
-    options = ([below[-1]] if below else []) + ([above] if above else [])
-    return " or ".join(map(str, options)) or str(n)

@@ -10,6 +10,8 @@ from pydantic import field_validator, model_validator
 
 from app.params import (
     Control,
+    divisors_near,
+    suggest,
     Dp,
     Ffn,
     GpuModel,
@@ -100,26 +102,19 @@ class MemoryParams(SceneParams):
             raise Invalid("kv_heads", f"kv_heads ({m.kv_heads}) must divide heads ({m.heads}): "
                                       f"each key/value head serves a whole group of query heads")
         if m.hidden % m.heads:
-            raise Invalid("heads", f"heads ({m.heads}) must divide hidden ({m.hidden}) — try "
-                                   f"{_divisors_near(m.hidden, m.heads)}")
+            raise Invalid("heads", f"heads ({m.heads}) must divide hidden ({m.hidden})"
+                                   f"{suggest(self, 'heads', divisors_near(m.hidden, m.heads))}")
         for name, value in (("heads", m.heads), ("kv_heads", m.kv_heads), ("ffn", m.ffn)):
             if value % self.tp:
-                raise Invalid("tp", f"tp ({self.tp}) must divide {name} ({value}) — try "
-                                    f"{_divisors_near(value, self.tp)}")
+                raise Invalid("tp", f"tp ({self.tp}) must divide {name} ({value})"
+                                    f"{suggest(self, 'tp', divisors_near(value, self.tp))}")
         if m.layers % self.pp:
-            raise Invalid("pp", f"pp ({self.pp}) must divide layers ({m.layers}) — try "
-                                f"{_divisors_near(m.layers, self.pp)}")
+            raise Invalid("pp", f"pp ({self.pp}) must divide layers ({m.layers})"
+                                f"{suggest(self, 'pp', divisors_near(m.layers, self.pp))}")
         if self.sequence_parallel and m.seq % self.tp:
             raise Invalid("seq", f"seq ({m.seq}) must be divisible by tp ({self.tp}) with "
                                  f"sequence parallelism")
         return self
-
-
-def _divisors_near(n: int, k: int) -> str:
-    """Divisors of n closest to k, in words: "8 or 16"."""
-    below = max(d for d in range(1, min(k, n) + 1) if n % d == 0)
-    above = next((d for d in range(k + 1, min(n, 4096) + 1) if n % d == 0), None)
-    return f"{below} or {above}" if above else str(below)
 
 
 @lru_cache(maxsize=256)

@@ -16,9 +16,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from app.params import (
-    Control,AlphaUs, Dtype, GpusPerNode, Hidden, InterNodeGBs, IntraNodeGBs,
-                        Invalid, SceneParams, Seed, Tokens, nearby_multiples)
+from app.params import (AlphaUs, Control, Dtype, GpusPerNode, Hidden, InterNodeGBs,
+                        IntraNodeGBs, Invalid, SceneParams, Seed, Tokens, multiples_near,
+                        suggest)
 
 MAX_CELLS = 131072
 """Bound on the numbers a trace carries in JSON: logits (T·E), token vectors and outputs
@@ -116,8 +116,8 @@ class MoeParams(SceneParams):
         if self.ep > self.experts or self.experts % self.ep:
             raise Invalid("ep", f"ep ({self.ep}) must divide experts ({self.experts})")
         if self.tokens % self.ep:
-            raise Invalid("tokens", f"ep ({self.ep}) must divide tokens ({self.tokens}) — try "
-                                    f"tokens {nearby_multiples(self.tokens, self.ep, 4096)}")
+            raise Invalid("tokens", f"ep ({self.ep}) must divide tokens ({self.tokens})"
+                                    f"{suggest(self, 'tokens', multiples_near(self.tokens, self.ep, 4096))}")
         cells = (self.tokens * self.experts + 2 * self.tokens * self.hidden
                  + 2 * self.tokens * self.top_k)
         if cells > MAX_CELLS:

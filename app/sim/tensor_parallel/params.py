@@ -26,7 +26,8 @@ from app.params import (
     Tokens,
     Tp,
     Vocab,
-    nearby_multiples,
+    multiples_near,
+    suggest,
 )
 
 Block = Literal["column", "row", "mlp", "attention", "embedding"]
@@ -105,16 +106,16 @@ class TensorParallelParams(SceneParams):
         for name in uses:
             value = getattr(self, name)
             if value % t:
-                raise Invalid(name, f"tp ({t}) must divide {name} ({value}): {what[name]} — "
-                                    f"try {name} {nearby_multiples(value, t)}")
+                raise Invalid(name, f"tp ({t}) must divide {name} ({value}): {what[name]}"
+                                    f"{suggest(self, name, multiples_near(value, t))}")
         if self.block == "attention" and self.hidden % self.heads:
             raise Invalid("hidden", f"heads ({self.heads}) must divide hidden ({self.hidden}): "
-                                    f"each head gets hidden/heads dimensions — try hidden "
-                                    f"{nearby_multiples(self.hidden, self.heads)}")
+                                    f"each head gets hidden/heads dimensions"
+                                    f"{suggest(self, 'hidden', multiples_near(self.hidden, self.heads))}")
         if self.sequence_parallel and self.tokens % t:
             raise Invalid("tokens", f"with sequence_parallel, tp ({t}) must divide tokens "
-                                    f"({self.tokens}): each rank holds tokens/tp of them — try "
-                                    f"tokens {nearby_multiples(self.tokens, t)}")
+                                    f"({self.tokens}): each rank holds tokens/tp of them"
+                                    f"{suggest(self, 'tokens', multiples_near(self.tokens, t))}")
         n, h, f, v = self.tokens, self.hidden, self.ffn, self.vocab
         sizes = {"column": (("tokens", n * h), ("ffn", h * f), ("ffn", n * f)),
                  "row": (("tokens", n * f), ("ffn", h * f)),
