@@ -49,7 +49,7 @@ class NoJobs(JobRunner):
     """A runner that accepts jobs without starting them: the worker's command line and world
     are still computed, as the real runner does before it starts torchrun."""
 
-    def submit(self, scene, check, params, trace, extra_args=()):
+    def submit(self, scene, check, params, trace, extra_args=(), client=""):
         check.args(params)
         return Job("fuzz", scene, check.world(params), self.backend)
 
@@ -120,8 +120,19 @@ def operations() -> list[tuple[str, str, str, list[tuple[str, list[str]]]]]:
             params = [(p["name"], values(p["schema"], p["name"])) for p in op.get("parameters", [])
                       if p["in"] == "query"]
             if params:
-                out.append((method.upper(), path, path.rstrip("/").rsplit("/", 1)[-1], params))
+                out.append((method.upper(), path, slug_of(path), params))
     return out
+
+
+def slug_of(path: str) -> str:
+    """The scene a path belongs to: /api/verify/zero/report, /zero/handout and /export/zero.gif
+    are all zero's."""
+    slugs = {scene.slug for scene in SCENES}
+    for segment in path.strip("/").split("/"):
+        name = segment.split(".", 1)[0]
+        if name in slugs:
+            return name
+    return path
 
 
 @lru_cache(maxsize=1)
