@@ -261,7 +261,7 @@ def _node_arcs(trace: CollectiveTrace, radius: float):
         label_r = ring_r + 20
         label = Label(round(TOPO_CX + label_r * math.cos(mid), 1),
                       round(TOPO_CY + label_r * math.sin(mid) + 5, 1),
-                      f"node {node}" if n // per <= 8 else "", size=15)
+                      f"node {node}" if n // per <= 8 else "", size=16)
         arcs.append((f"M{x0:.1f},{y0:.1f} A{ring_r},{ring_r} 0 {large} 1 {x1:.1f},{y1:.1f}", label))
     return tuple(arcs)
 
@@ -346,10 +346,13 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
             header = f"Step {k} of {n_steps} · {frame.phase}"
         frames.append(FrameView(k, header, cells, arrows))
 
+    # a label every row while 16-unit type fits in one (12 px at 960 px wide), else every 2nd,
+    # 4th or 8th row: fewer labels at a legible size, never shrunken ones
+    every = next((e for e in (1, 2, 4, 8) if e * row_h >= 17), 16)
     row_labels = tuple(Label(GRID_LEFT - 14, round(row_y[r] + row_h / 2 + 6, 1),
                              f"rank {r}" if n <= 16 else str(r), anchor="end",
-                             size=min(20.0, max(10.0, row_h * 0.5)))
-                       for r in range(n) if n <= 32 or r % 4 == 0)
+                             size=min(20.0, max(16.0, row_h * 0.5)))
+                       for r in range(n) if r % every == 0)
     swatch_r = min(9.0, row_h * 0.3)
     row_swatches = tuple(Node(r, GRID_LEFT - (98 if n <= 16 else 44), round(row_y[r] + row_h / 2, 1),
                               swatch_r, rank_colour(r, n), "", "", False, 0, 0)
@@ -439,11 +442,11 @@ def _column_labels(trace, columns, group, col_w) -> tuple[Label, ...]:
                         a * p.count + d * c <= col[1] < a * p.count + (d + 1) * c]
                 if cols and len(cols) * col_w >= 34:
                     x = (cols[0][3] + cols[-1][3] + cols[-1][4]) / 2
-                    labels.append(Label(round(x, 1), GRID_TOP - 10, f"{prefix}r{d}", size=14))
+                    labels.append(Label(round(x, 1), GRID_TOP - 10, f"{prefix}r{d}", size=16))
         return tuple(labels)
     if group == 1 and col_w >= 22:
         for _, start, _, x, w in columns:
-            labels.append(Label(round(x + w / 2, 1), GRID_TOP - 10, str(start), size=13))
+            labels.append(Label(round(x + w / 2, 1), GRID_TOP - 10, str(start), size=16))
     return tuple(labels)
 
 

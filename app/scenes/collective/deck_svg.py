@@ -73,7 +73,7 @@ def _topology(deck: Deck) -> list[str]:
                                 font_size=round(n.r * 0.95, 1), font_weight=700, fill=n.ink))
             else:
                 out.append(text(n.lx, n.ly, n.label, dy="0.35em", text_anchor="middle",
-                                font_size=13, font_weight=700, class_="ink"))
+                                font_size=16, font_weight=700, class_="ink"))
     out.append("</g>")
     return out
 
@@ -135,7 +135,7 @@ def _legend(deck: Deck) -> list[str]:
             out.append(el("rect", x=x, y=692, width=22, height=16, class_="empty", rx=2))
         else:
             out.append(el("line", x1=x, y1=700, x2=x + 22, y2=700, class_="link inter"))
-        out.append(text(x + 28, 705, label, class_="muted", font_size=14))
+        out.append(text(x + 28, 705, label, class_="muted", font_size=16))
     out.append("</g>")
     return out
 
@@ -146,6 +146,6 @@ def _arrow(a) -> str:
             + el("path", d=a.d, fill="none", stroke=a.colour, stroke_width=a.width,
                  stroke_dasharray="10 6" if a.dashed else None, stroke_linecap="round")
             + el("polygon", points=a.head, fill=a.colour)
-            + (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=15, font_weight=600)
+            + (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=16, font_weight=600)
                if a.label else "")
             + "</g>")

@@ -41,7 +41,7 @@ class Text:
     x: float
     y: float
     text: str
-    size: int = 15
+    size: int = 16
     anchor: str = "start"
     fill: str = ""            # a colour, or "" to take the colour of ``cls`` from the theme
     weight: int = 400
@@ -168,7 +168,7 @@ def box_labels(label: str, value: str, x: float, y: float, w: float, h: float, i
                ) -> tuple[Text, ...]:
     """The item's name (wrapped to the box) and bytes, at the largest size that fits; the bytes
     alone when the name does not; nothing when neither does (the hover still tells)."""
-    for size in (16, 14):
+    for size in (17, 16):
         width = int((w - 12) / (CHAR_BOLD * size))
         lines = textwrap.wrap(label, width, break_long_words=False) if width > 0 else []
         rows = int((h - 8) // (size + 4))
@@ -189,12 +189,12 @@ def bar_labels(category: str, total: float, top: float, bottom: float, cap_y: fl
     capacity line when that line crosses where they would go."""
     x, ink = (BAR_LEFT + BAR_RIGHT) / 2, text_on(COLOURS[category])
     lines = [(LEGEND[category], 600), (human_bytes(total), 400)]
-    if not fits(LEGEND[category], 14, BAR_RIGHT - BAR_LEFT - 8, bold=True):
+    if not fits(LEGEND[category], 16, BAR_RIGHT - BAR_LEFT - 8, bold=True):
         lines = lines[1:]
     while lines:
         start = top if not top - 4 <= cap_y <= top + 18 * len(lines) + 4 else cap_y + 4
         if start + 18 * len(lines) + 2 <= bottom:
-            return [Text(x, round(start + 17 * (k + 1), 1), text, 14, "middle", ink, weight)
+            return [Text(x, round(start + 17 * (k + 1), 1), text, 16, "middle", ink, weight)
                     for k, (text, weight) in enumerate(lines)]
         lines = lines[1:] if len(lines) > 1 else []
     return []
@@ -223,10 +223,10 @@ def build_deck(trace, title: str) -> Deck:
         y = y_of(v * unit)
         grid.append(round(y, 1))
         ticks.append(Text(BAR_LEFT - 10, round(y + 5, 1), f"{v:g} {unit_name}" if v else "0",
-                          14, "end"))
+                          16, "end"))
     cap_y = round(y_of(gpu.capacity), 1)
-    capacity = (Text(BAR_RIGHT + 8, cap_y - 8, gpu.name, 14, weight=600),
-                Text(BAR_RIGHT + 8, cap_y + 18, human_bytes(gpu.capacity), 14))
+    capacity = (Text(BAR_RIGHT + 8, cap_y - 8, gpu.name, 16, weight=600),
+                Text(BAR_RIGHT + 8, cap_y + 18, human_bytes(gpu.capacity), 16))
     groups = [c for c in CATEGORIES if totals[c] > 0]
     ordered = sorted(groups, key=lambda c: -totals[c])
     rects = dict(zip(ordered, squarify([totals[c] for c in ordered], MAP_LEFT, MAP_TOP,
@@ -246,9 +246,9 @@ def build_deck(trace, title: str) -> Deck:
         rect = rects.get(category)
         boxes = item_boxes(items, category, rect) if rect else ()
         text = f"{LEGEND[category]} {human_bytes(total)}"
-        legend = (Text(legend_x + 26, LEGEND_Y + 13, text, 14),)
+        legend = (Text(legend_x + 26, LEGEND_Y + 13, text, 16),)
         swatch = (legend_x, LEGEND_Y, COLOURS[category])
-        legend_x += 26 + len(text) * CHAR * 14 + 22
+        legend_x += 26 + len(text) * CHAR * 16 + 22
         notes = ()
         if k == len(CATEGORIES) - 1:
             verdict = (f"fits: {human_bytes(trace.fit.free)} free" if trace.fit.fits
@@ -262,7 +262,7 @@ def build_deck(trace, title: str) -> Deck:
                             legend, swatch, notes))
     hatch = None
     if any(b.hatched for layer in layers for b in layer.boxes):
-        hatch = Text(legend_x + 26, LEGEND_Y + 13, "assumption", 14)
+        hatch = Text(legend_x + 26, LEGEND_Y + 13, "assumption", 16)
     size = min(20, int((WIDTH - 420) / (CHAR * max(len(title), 1))))
     return Deck(WIDTH, HEIGHT, Text(WIDTH - 18, 34, title, size, "end"), tuple(ticks),
                 tuple(grid), cap_y, capacity, tuple(layers), hatch)

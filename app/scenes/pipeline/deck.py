@@ -133,7 +133,7 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
                                 tuple(a for a in arrows[f.lo:f.hi] if a) if marked else (),
                                 marked and f.hi > f.lo))
 
-    font = min(18.0, max(14.0, lane_h * 0.36))
+    font = min(18.0, max(16.0, lane_h * 0.36))
     every = 1 if lane_h >= 14 else 4 if lane_h >= 5 else 8
     stages = trace.rank_stages()
     lanes = tuple(Lane(r, round(lane_y[r], 1), round(lane_h, 1),

@@ -110,10 +110,10 @@ def blocks(trace, lane_y, band, makespan) -> list[Block]:
     dense[flat.ids] = np.arange(flat.ids.size)
     own_forward = np.where(np.isin(flat.kind, (1, 2)), dense[flat.stage * 4 * m + flat.microbatch], -1)
     source = trace.links.source
-    font = min(16.0, band * 0.5)
+    font = min(17.0, band * 0.5)
     x0 = xs_of(line.start[order], makespan)
     x1 = xs_of(line.end[order], makespan)
-    room = ((x1 - x0 - 6) / (font * LABEL_EM)).tolist() if font >= 13 else [0.0] * order.size
+    room = ((x1 - x0 - 6) / (font * LABEL_EM)).tolist() if font >= 16 else [0.0] * order.size
     titled = flat.ids.size <= TITLED_PASSES
     lane_top = [round(y + 3, 1) for y in lane_y]
     out = []

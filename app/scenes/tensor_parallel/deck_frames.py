@@ -201,7 +201,7 @@ def _column_head(op: Operand, x: float, w: float) -> list[Text]:
         note = " × ".join(str(d) for d in op.shape[-2:])
     return [Text(cx, LANES_TOP + 18, op.name if op.per_rank else op.name.replace("ᵣ", ""), 18,
                  weight="700"),
-            Text(cx, LANES_TOP + 38, note, 14, cls="muted")]
+            Text(cx, LANES_TOP + 38, note, 16, cls="muted")]
 
 
 def step_frame(k: int, step: Step, tp: int, lanes, colour, header: str,
@@ -253,8 +253,8 @@ def _band(step: Step, x: float, w: float, lanes, tp: int) -> Band:
            "reduce_scatter": f"sum, keep 1/{tp}"}[c.op]
     return Band(round(x, 1), round(top, 1), w, round(bottom - top, 1), (
         Text(round(x + w / 2, 1), round(mid - 14, 1), op, 20, weight="700"),
-        Text(round(x + w / 2, 1), round(mid + 8, 1), how, 14, cls="muted"),
-        Text(round(x + w / 2, 1), round(mid + 28, 1), f"{c.elements:,} numbers", 14,
+        Text(round(x + w / 2, 1), round(mid + 8, 1), how, 16, cls="muted"),
+        Text(round(x + w / 2, 1), round(mid + 28, 1), f"{c.elements:,} numbers", 16,
              cls="muted")))
 
 
