@@ -55,7 +55,8 @@ def measure(page, base: str, path: str, frames: list[int] | None = (0, 1, 2, -1)
     """[{frame, sizes, small}] for ``path`` (a scene's page and query); ``frames`` picks steps
     (-1: the last), None every step."""
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(base + path)
+    response = page.goto(base + path)
+    assert response is not None and response.status == 200, f"{path}: {response and response.status}"
     page.wait_for_selector("svg.deck")
     if frames is not None:
         n = page.evaluate("() => { const r = document.querySelector('[data-player]');"

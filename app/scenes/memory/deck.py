@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 
 from app.sim.memory.ledger import CATEGORIES, GiB, Item
-from app.draw.palette import ramp, text_on
+from app.draw.palette import CATEGORY, ramp, text_on
 from app.draw.fmt import human_bytes
 from app.draw.plot import linear_ticks
 
@@ -25,8 +25,7 @@ CHAR, CHAR_BOLD = 0.6, 0.68
 """Average glyph widths in em of DejaVu Sans (regular, bold), for deciding whether a label
 fits (generous: a label that might not fit is not drawn)."""
 
-COLOURS = {"params": "#0072B2", "grads": "#E69F00", "optimizer": "#009E73",
-           "activations": "#CC79A7", "buffers": "#999999"}
+COLOURS = CATEGORY   # categories' own scheme, never a rank's colour (DESIGN principle 15)
 NAMES = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer states",
          "activations": "activations", "buffers": "buffers"}
 LEGEND = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer",
@@ -178,8 +177,8 @@ def box_labels(label: str, value: str, x: float, y: float, w: float, h: float, i
                           weight=600) for k, line in enumerate(lines)]
             return (*texts, Text(x + 6, y + 4 + (len(lines) + 1) * (size + 4) - 4, value, size,
                                  fill=ink))
-    if h >= 24 and fits(value, 14, w - 12, bold=True):
-        return (Text(x + 6, y + 20, value, 14, fill=ink, weight=600),)
+    if h >= 24 and fits(value, 16, w - 12, bold=True):
+        return (Text(x + 6, y + 20, value, 16, fill=ink, weight=600),)
     return ()
 
 
@@ -254,8 +253,8 @@ def build_deck(trace, title: str) -> Deck:
             verdict = (f"fits: {human_bytes(trace.fit.free)} free" if trace.fit.fits
                        else f"over by {human_bytes(-trace.fit.free)}")
             notes = (Text((BAR_LEFT + BAR_RIGHT) / 2, round(y_of(led.peak) - 10, 1),
-                          f"peak {human_bytes(led.peak)}", 15, "middle", weight=700),
-                     Text(BAR_RIGHT + 8, cap_y + 38, verdict, 14, weight=700,
+                          f"peak {human_bytes(led.peak)}", 17, "middle", weight=700),
+                     Text(BAR_RIGHT + 8, cap_y + 38, verdict, 16, weight=700,
                           cls="good" if trace.fit.fits else "bad"))
         layers.append(Layer(k, HEADERS[k], bar, boxes,
                             tuple(round(v, 1) for v in rect) if rect else None,

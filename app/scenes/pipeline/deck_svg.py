@@ -23,8 +23,9 @@ from markupsafe import Markup
 
 from app.scenes.pipeline.deck import Deck, FrameView
 from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.palette import PASS, mix
 
-MB_SWATCH = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
+MB_SWATCH = (PASS["F"], mix(PASS["F"], "#000000", 0.22), PASS["F"], mix(PASS["F"], "#000000", 0.22))
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,

@@ -332,9 +332,9 @@ def check_frame(k: int, step: Step, tp: int, colour, header: str) -> FrameView:
     x2 = x1 if stack else x1 + width + 80
     texts: list[Text] = []
     if not stack:
-        texts += [Text(x1 + width / 2, y - 12, "tensor-parallel, gathered from the ranks", 15,
+        texts += [Text(x1 + width / 2, y - 12, "tensor-parallel, gathered from the ranks", 16,
                        cls="muted"),
-                  Text(x2 + width / 2, y - 12, "one GPU, unsharded", 15, cls="muted")]
+                  Text(x2 + width / 2, y - 12, "one GPU, unsharded", 16, cls="muted")]
     placed = []
     budget = FRAME_CELLS // (2 * len(shown))
     for c in shown:
@@ -357,8 +357,8 @@ def check_frame(k: int, step: Step, tp: int, colour, header: str) -> FrameView:
                                       font_cap=font))]
         if stack:
             texts += [Text(x1, y1 - 10, f"{c.name}: tensor-parallel, gathered from the ranks",
-                           15, anchor="start", cls="muted"),
-                      Text(x2, y2 - 10, f"{c.name}: one GPU, unsharded", 15, anchor="start",
+                           16, anchor="start", cls="muted"),
+                      Text(x2, y2 - 10, f"{c.name}: one GPU, unsharded", 16, anchor="start",
                            cls="muted")]
             mid = (y1 + y2 + h) / 2
         else:

@@ -23,7 +23,7 @@ from app.sim.zero.frames import ROWS
 from app.scenes.collective.deck import Label
 from app.draw.palette import SUMMED as COMPLETE
 from app.draw.geometry import Point, arrow
-from app.draw.palette import SERIES, rank_colour, text_on
+from app.draw.palette import CATEGORY, SERIES, rank_colour, text_on
 from app.scenes.zero.deck_grid import (MAX_TITLED, REPLICATED, ROW_NAMES, Cell, Numbers, colour,
                                  display_columns, frame_cells, grid_layout, tip)
 from app.scenes.zero.panels import human_count, human_gb
@@ -33,7 +33,7 @@ GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 178, 896, 122, 652
 RING_X = 44
 NOTE_X = 906
 PANEL_X = 1000
-MEMORY_COLOURS = (SERIES[0], SERIES[4], SERIES[2])        # params, grads, optimizer states
+MEMORY_COLOURS = (CATEGORY["params"], CATEGORY["grads"], CATEGORY["optimizer"])        # params, grads, optimizer states
 
 
 @dataclass(frozen=True)
