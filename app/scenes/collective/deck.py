@@ -29,6 +29,9 @@ WIDTH, HEIGHT = 1280, 720
 TOPO_CX, TOPO_CY = 250, 380
 GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 575, 1262, 112, 652
 MAX_COLUMNS = 64
+MAX_DECK_CELLS = 16384
+"""Most cells a deck draws over all its steps: past it (64 ranks exchanging hundreds of
+elements, 9 MB of markup) columns hold longer runs of elements until it fits."""
 STRIPE_LIMIT = 8
 COMPLETE = "complete"
 """The fill of a value that sums every rank's input: a CSS class (grey, dark on light themes and
@@ -266,12 +269,13 @@ def _node_arcs(trace: CollectiveTrace, radius: float):
     return tuple(arcs)
 
 
-def _columns(trace: CollectiveTrace):
-    """Display columns: (area, first element, last element + 1, x, width)."""
+def _columns(trace: CollectiveTrace, least: int = 1):
+    """Display columns: (area, first element, last element + 1, x, width); a column holds
+    ``least`` elements or more."""
     p = trace.params
     length = trace.schedule.layout.buffer_len
     areas = [(0, p.count), (p.count, 2 * p.count)] if p.op == "all_to_all" else [(0, length)]
-    group = 1 if length <= 48 else math.ceil(length / MAX_COLUMNS)
+    group = max(least, 1 if length <= 48 else math.ceil(length / MAX_COLUMNS))
     gap = 28 if len(areas) > 1 else 0
     per_area = [math.ceil((hi - lo) / group) for lo, hi in areas]
     width = min(84.0, (GRID_RIGHT - GRID_LEFT - gap * (len(areas) - 1)) / sum(per_area))
@@ -284,6 +288,19 @@ def _columns(trace: CollectiveTrace):
     return columns, group, width
 
 
+def _drawn_cells(trace: CollectiveTrace, columns) -> int:
+    """Cells a deck with these columns draws: every cell at step 0, then the changed ones."""
+    starts = [start for _, start, _, _, _ in columns]
+    end = columns[-1][2]
+    values, filled, sources = trace.values, trace.filled, trace.sources
+    changed = ((values[1:] != values[:-1]) | (filled[1:] != filled[:-1])
+               | (sources[1:] != sources[:-1]))[:, :, :end]     # (steps, world, elements)
+    if changed.shape[0] == 0:
+        return trace.params.world * len(columns)
+    per_cell = np.logical_or.reduceat(changed, starts, axis=2)
+    return trace.params.world * len(columns) + int(per_cell.sum())
+
+
 def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     """The deck of ``trace``: every frame, or frames 0…``upto`` (a standalone export)."""
     p = trace.params
@@ -291,6 +308,12 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     last = len(trace.frames) - 1 if upto is None else upto
     lanes, radius, nodes, lines, lane_labels = _topology(trace)
     columns, group, col_w = _columns(trace)
+    least = group
+    while _drawn_cells(trace, columns) > MAX_DECK_CELLS and len(columns) > 2:
+        # too many cells to send and draw (and none legible at that size): coarser columns,
+        # each a run of elements, until the whole deck fits MAX_DECK_CELLS
+        least *= 2
+        columns, group, col_w = _columns(trace, least)
     row_h = min(76.0, (GRID_BOTTOM - GRID_TOP) / n)
     row_y = [GRID_TOP + r * row_h for r in range(n)]
     column_starts = [start for _, start, _, _, _ in columns]  # contiguous, in buffer order
