@@ -155,7 +155,8 @@ class PipelineTrace:
         """Beyond COMPACT_PASSES passes: each rank's ``actions`` is a list of strings
         ``"2F0@13.5"`` — the action in torch.distributed.pipelining's compact form (global stage,
         kind, micro-batch; it parses back, app.sim.pipeline.schedules) and its start time; its
-        end is start + ``durations[kind]`` (``"2F0@13.5-14.5"`` when a kind's passes differ)."""
+        end is start + ``durations[kind]`` (``"2F0@13.5-14.5"`` when a kind's passes differ);
+        times to 8 significant digits of the makespan. ``memory`` gives each rank's peak only."""
         flat, line = self.flat, self.line
         durations = self.durations()
         # "2F0@13.5": orjson writes the times (shortest round-trip form), the labels are
@@ -164,8 +165,12 @@ class PipelineTrace:
         heads = [[names[st] + kind for kind in KINDS] for st in range(int(flat.stage.max()) + 1)]
         tail = [names[mb] + "@" for mb in range(int(flat.microbatch.max()) + 1)]
 
+        # 8 significant digits of the makespan: far finer than a pass, and bounded in length
+        decimals = max(0, 8 - len(str(int(line.makespan))))
+
         def times(values: np.ndarray) -> list[str]:
-            text = orjson.dumps(np.round(values, 6), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+            text = orjson.dumps(np.round(values, decimals),
+                                option=orjson.OPT_SERIALIZE_NUMPY).decode()
             return [t[:-2] if t.endswith(".0") else t for t in text[1:-1].split(",")]
 
         starts = times(line.start)
@@ -177,8 +182,13 @@ class PipelineTrace:
         ranks = [{"rank": r, "stages": stages[r], "actions": label[a:b]}
                  for r, (a, b) in enumerate(zip(flat.offsets[:-1].tolist(),
                                                 flat.offsets[1:].tolist()))]
+        fields = self._fields()
+        # the activation-memory step functions (two breakpoints a pass, 2.8 MB here) are
+        # summarised to each rank's peak; the full form carries them
+        fields["memory"] = [{"rank": r, "peak": int(peak)}
+                            for r, peak in enumerate(self.memory.peak)]
         return {"ranks": ranks, "actions_form": "compact", "durations": durations,
-                **orjson.loads(orjson.dumps(self._fields(), option=orjson.OPT_SERIALIZE_NUMPY))}
+                **orjson.loads(orjson.dumps(fields, option=orjson.OPT_SERIALIZE_NUMPY))}
 
     def to_dict(self) -> dict:
         """The JSON contract of ``/api/pipeline`` (DESIGN.md) as plain data."""
