@@ -21,7 +21,7 @@ WIDTH, HEIGHT = 1280, 720
 BAR_LEFT, BAR_RIGHT, BAR_TOP, BAR_BOTTOM = 100, 218, 84, 640
 MAP_LEFT, MAP_RIGHT, MAP_TOP, MAP_BOTTOM = 404, 1262, 70, 652
 LEGEND_Y = 692
-CHAR, CHAR_BOLD = 0.6, 0.68
+CHAR, CHAR_BOLD = 0.6, 0.74     # DejaVu Sans (bold) widths per em, a little generous
 """Average glyph widths in em of DejaVu Sans (regular, bold), for deciding whether a label
 fits (generous: a label that might not fit is not drawn)."""
 
