@@ -12,6 +12,8 @@
    the server renders those on the spot), and what the first page load transfers (and whether
    anything leaves the origin).
 4. A 4-rank verification job, from POST to result.
+5. The five heaviest states of every scene (bench/heaviest.py: a bounded search over each params
+   model's extremes), their page, /api and /svg, time and size.
 
 Results go to bench/results/latest.json and between the bench markers of README.md.
 """
@@ -29,6 +31,7 @@ from datetime import datetime, timezone
 
 from app.main import SCENES
 from bench import browser
+from bench import heaviest
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -106,6 +109,8 @@ def run(quick: bool) -> dict:
         results["browser"] = browser.measure(app_url, [s for s in SCENES if s.key_slider],
                                              moves=30 if quick else 60)
         results["verify"] = verify_cold_warm(app_url)
+    # the five heaviest states of each scene a bounded search finds (bench/heaviest.py)
+    results["heaviest_states"] = heaviest.heaviest(SCENES)
     return results
 
 
@@ -166,6 +171,7 @@ def table(r: dict) -> str:
                     f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     m = r["machine"]
+    rows += heaviest.rows(r.get("heaviest_states", {}))
     rows.append("")
     rows.append(f"Measured {r['when'][:10]} on {m['cores']} cores, Python {m['python']}, "
                 f"one uvicorn worker; `bench/results/latest.json` has every number.")

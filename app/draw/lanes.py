@@ -18,18 +18,19 @@ from app.draw.palette import text_on
 from app.draw.fmt import human_time_us
 
 KIND_COLOURS: dict[str, tuple[str, str]] = {
-    # kind: (colour, legend text) — Okabe–Ito hues, compute blue, communication warm
-    "forward": ("#56B4E9", "forward"),
-    "backward": ("#0072B2", "backward"),
-    "loss": ("#F0E442", "loss"),
-    "optimizer": ("#999999", "optimizer step"),
-    "all_reduce": ("#E69F00", "all-reduce"),
-    "reduce_scatter": ("#D55E00", "reduce-scatter"),
-    "all_gather": ("#009E73", "all-gather"),
-    "broadcast": ("#CC79A7", "broadcast / reduce"),
-    "reduce": ("#CC79A7", "broadcast / reduce"),
-    "scatter": ("#b07aa1", "scatter / gather"),
-    "gather": ("#b07aa1", "scatter / gather"),
+    # kind: (colour, legend text) — Paul Tol's schemes, never a rank's colour (DESIGN
+    # principle 15): compute cool, communication warm; every kind is named in the legend
+    "forward": ("#88CCEE", "forward"),
+    "backward": ("#4477AA", "backward"),
+    "loss": ("#DDCC77", "loss"),
+    "optimizer": ("#AA4499", "optimizer step"),
+    "all_reduce": ("#CC6677", "all-reduce"),
+    "reduce_scatter": ("#EE7733", "reduce-scatter"),
+    "all_gather": ("#44AA99", "all-gather"),
+    "broadcast": ("#999933", "broadcast / reduce"),
+    "reduce": ("#999933", "broadcast / reduce"),
+    "scatter": ("#117733", "scatter / gather"),
+    "gather": ("#117733", "scatter / gather"),
     "pcie": ("#8c6bb1", "PCIe copy"),
     "nvme": ("#7a5c00", "NVMe read / write"),
 }

@@ -28,7 +28,7 @@ _ink = lru_cache(maxsize=1024)(text_on)
 
 LEVELS = 7
 """shades per hue: values are binned into this many depths"""
-MIN_NUMBER_FONT = 13.0
+MIN_NUMBER_FONT = 16.0
 MAX_NUMBER_FONT = 19.0
 DIGIT_EM = 0.62
 """width of a digit in DejaVu Sans bold, in em"""
@@ -92,7 +92,7 @@ def number_texts(values: np.ndarray, cell_w: float, font: float,
     if integral is None:
         integral = all(abs(v - round(v)) < 1e-9 for v in flat)
     for decimals, smallest in (((0, MIN_NUMBER_FONT),) if integral
-                               else ((2, 15.0), (1, MIN_NUMBER_FONT))):
+                               else ((2, 16.0), (1, MIN_NUMBER_FONT))):
         texts = [f"{v:.{decimals}f}" for v in flat]
         texts = [t[1:] if t.startswith("-") and float(t) == 0 else t for t in texts]  # no "-0.0"
         fits = min(font, room / (max(len(t) for t in texts) * DIGIT_EM))

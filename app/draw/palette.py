@@ -2,10 +2,19 @@
 
 Up to eight ranks use the Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), chosen
 so that protanopes, deuteranopes and tritanopes can tell every pair apart; the order puts
-contrasting hues next to each other, since ring neighbours are drawn side by side. Beyond eight
-ranks no palette keeps every rank distinct, so ranks take their position on viridis (van der
-Walt & Smith 2015), which stays ordered and readable for colour-blind viewers, and every drawing
-also labels ranks by number.
+contrasting hues next to each other, since ring neighbours are drawn side by side. Okabe–Ito's
+eighth colour is black, which vanishes on the dark theme; the eighth rank takes Paul Tol's wine
+instead — never grey, since grey means "reduced / summed" in the decks (DESIGN principle 15).
+
+Beyond eight ranks no palette keeps every rank distinct. Neighbouring shades of one sequential
+map (viridis at 32 ranks) cannot be told apart, so ranks keep the eight hues in turn — rank r
+takes hue r mod 8, so neighbours always differ in hue — and each further group of eight is
+darker than the one before; every drawing with more than eight ranks also writes rank numbers.
+
+Categories (params / grads / optimizer states / activations; forward / backward / weight
+passes) never take a rank's colour: they have their own scheme, :data:`CATEGORY` and
+:data:`PASS` (Paul Tol's "muted" scheme, also colour-blind safe, no colour shared with the rank
+palette), and decks tell them apart by labels or hatching as well.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ OKABE_ITO: tuple[str, ...] = (
     "#56B4E9",  # sky blue
     "#D55E00",  # vermillion
     "#F0E442",  # yellow
-    "#999999",  # grey (Okabe–Ito's black, lightened so black text stays readable on it)
+    "#882255",  # wine (Tol; in place of Okabe–Ito's black, and never grey: grey means reduced)
 )
 
 # viridis sampled at nine evenly spaced points (matplotlib's _viridis_data)
@@ -52,11 +61,21 @@ def ramp(stops: tuple[str, ...], t: float) -> str:
     return mix(stops[i], stops[i + 1], t - i)
 
 
+RANK_GROUP_DARKEN = 0.55
+"""How much darker (mixed with black) the last group of eight ranks is than the first."""
+
+
 @lru_cache(maxsize=4096)
 def rank_colour(rank: int, world: int) -> str:
+    """Rank ``rank``'s colour among ``world``: Okabe–Ito up to eight ranks; beyond, hue
+    ``rank mod 8`` (neighbours differ in hue) darkened by its group of eight."""
+    hue = OKABE_ITO[rank % len(OKABE_ITO)]
     if world <= len(OKABE_ITO):
-        return OKABE_ITO[rank]
-    return ramp(VIRIDIS, rank / (world - 1))
+        return hue
+    if rank == world - 1 and rank % len(OKABE_ITO) == 0:
+        hue = OKABE_ITO[2]   # the last rank sits between rank 0 (blue) and a wine one in a ring
+    groups = -(-world // len(OKABE_ITO))
+    return mix(hue, "#000000", RANK_GROUP_DARKEN * (rank // len(OKABE_ITO)) / max(groups - 1, 1))
 
 
 @lru_cache(maxsize=4096)
@@ -69,6 +88,18 @@ def text_on(colour: str) -> str:
     luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
     return "#000000" if luminance > 0.179 else "#ffffff"
 
+
+CATEGORY: dict[str, str] = {
+    "params": "#332288",       # indigo
+    "grads": "#DDCC77",        # sand
+    "optimizer": "#44AA99",    # teal
+    "activations": "#CC6677",  # rose
+    "buffers": "#999933",      # olive
+}
+"""What a byte is for (Paul Tol's muted scheme): no rank's colour, labelled where drawn."""
+
+PASS: dict[str, str] = {"F": "#88CCEE", "B": "#CC6677", "W": "#DDCC77"}
+"""Pipeline passes by kind: forward cyan, backward rose (I hatched over it), weight sand."""
 
 SUMMED = "#3b4252"
 """A value that sums every rank's contribution, where a drawing cannot follow the theme (decks

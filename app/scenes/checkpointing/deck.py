@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.sim.checkpointing.simulate import CheckpointTrace, Timeline
-from app.draw.palette import DASHES, SERIES
+from app.draw.palette import CATEGORY, DASHES, SERIES
 from app.draw.fmt import human_bytes, human_time_us
 from app.draw.plot import Chart, Scale, line_chart, linear_ticks
 
 WIDTH, HEIGHT = 1280, 720
 STRIP_LEFT, STRIP_RIGHT, STRIP_TOP, STRIP_H = 150.0, 1250.0, 84.0, 38.0
 CHART = (150.0, 196.0, 980.0, 626.0)       # left, top, right, bottom
-STATE_FILLS = {"empty": "", "full": "#0072B2", "selective": "#56B4E9",
-               "checkpoint": "#009E73", "dropped": "", "recomputed": "#E69F00",
+STATE_FILLS = {"empty": "", "full": CATEGORY["activations"], "selective": "#e0a3ad",
+               "checkpoint": CATEGORY["optimizer"], "dropped": "", "recomputed": CATEGORY["grads"],
                "done": "done"}
 STATE_WORDS = {"full": "all activations", "selective": "all but attention scores",
                "checkpoint": "input only (checkpoint)", "recomputed": "recomputed",

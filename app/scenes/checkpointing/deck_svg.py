@@ -33,7 +33,7 @@ def render(deck: CheckpointDeck, current: int, *, standalone: bool = False,
                f'font-size="18">{_e(deck.title)}</text>'
                f'<text class="ink" x="22" y="{_n(STRIP_TOP + 24)}" font-size="16" '
                f'font-weight="650">layers</text>')
-    out.append('<g class="muted" font-size="14" text-anchor="middle">')
+    out.append('<g class="muted" font-size="16" text-anchor="middle">')
     y = _n(STRIP_TOP + STRIP_H + 18)
     out += [f'<text x="{_n(x)}" y="{y}">{label}</text>' for x, label in deck.layer_labels]
     out.append("</g>")
@@ -45,7 +45,7 @@ def render(deck: CheckpointDeck, current: int, *, standalone: bool = False,
     for x, fill, _ in deck.legend:
         paint = 'class="done-cell"' if fill == "done" else f'fill="{fill}"'
         out.append(f'<rect {paint} x="{_n(x)}" y="690" width="18" height="16"/>')
-    out.append('<g class="muted" font-size="14">')
+    out.append('<g class="muted" font-size="16">')
     out += [f'<text x="{_n(x + 24)}" y="703">{_e(text)}</text>' for x, _, text in deck.legend]
     out.append("</g></g>")
     out.append(deck_end(standalone, caption, deck.height,
@@ -61,7 +61,7 @@ def _chart(deck: CheckpointDeck) -> list[str]:
     if deck.y_ticks:
         out.append('<path class="gridline" d="'
                    + "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y, _ in deck.y_ticks) + '"/>')
-    out.append('<g class="muted" font-size="14"><g text-anchor="end">')
+    out.append('<g class="muted" font-size="16"><g text-anchor="end">')
     out += [f'<text x="{_n(left - 10)}" y="{_n(y + 5)}">{_e(label)}</text>'
             for y, label in deck.y_ticks]
     out.append('</g><g text-anchor="middle">')
@@ -77,14 +77,14 @@ def _chart(deck: CheckpointDeck) -> list[str]:
     for q, c in enumerate(deck.curves):
         y = top + q * 48
         dash = f' stroke-dasharray="{c.dash}"' if c.dash else ""
-        this_run = ('<tspan class="muted" font-size="14" font-weight="400"> this run</tspan>'
+        this_run = ('<tspan class="muted" font-size="16" font-weight="400"> this run</tspan>'
                     if c.chosen else "")
         out.append(f'<line x1="{_n(right + 20)}" x2="{_n(right + 56)}" y1="{_n(y + 12)}" '
                    f'y2="{_n(y + 12)}" stroke="{c.colour}" stroke-width="{5 if c.chosen else 3}"'
                    f'{dash}/><text class="ink" x="{_n(right + 64)}" y="{_n(y + 17)}" '
                    f'font-size="16" font-weight="{700 if c.chosen else 400}">{_e(c.label)}'
                    f'{this_run}</text><text class="muted" x="{_n(right + 64)}" '
-                   f'y="{_n(y + 36)}" font-size="14">{_e(c.legend)}</text>')
+                   f'y="{_n(y + 36)}" font-size="16">{_e(c.legend)}</text>')
     return out
 
 

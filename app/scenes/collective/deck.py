@@ -29,6 +29,9 @@ WIDTH, HEIGHT = 1280, 720
 TOPO_CX, TOPO_CY = 250, 380
 GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 575, 1262, 112, 652
 MAX_COLUMNS = 64
+MAX_DECK_CELLS = 16384
+"""Most cells a deck draws over all its steps: past it (64 ranks exchanging hundreds of
+elements, 9 MB of markup) columns hold longer runs of elements until it fits."""
 STRIPE_LIMIT = 8
 COMPLETE = "complete"
 """The fill of a value that sums every rank's input: a CSS class (grey, dark on light themes and
@@ -261,17 +264,18 @@ def _node_arcs(trace: CollectiveTrace, radius: float):
         label_r = ring_r + 20
         label = Label(round(TOPO_CX + label_r * math.cos(mid), 1),
                       round(TOPO_CY + label_r * math.sin(mid) + 5, 1),
-                      f"node {node}" if n // per <= 8 else "", size=15)
+                      f"node {node}" if n // per <= 8 else "", size=16)
         arcs.append((f"M{x0:.1f},{y0:.1f} A{ring_r},{ring_r} 0 {large} 1 {x1:.1f},{y1:.1f}", label))
     return tuple(arcs)
 
 
-def _columns(trace: CollectiveTrace):
-    """Display columns: (area, first element, last element + 1, x, width)."""
+def _columns(trace: CollectiveTrace, least: int = 1):
+    """Display columns: (area, first element, last element + 1, x, width); a column holds
+    ``least`` elements or more."""
     p = trace.params
     length = trace.schedule.layout.buffer_len
     areas = [(0, p.count), (p.count, 2 * p.count)] if p.op == "all_to_all" else [(0, length)]
-    group = 1 if length <= 48 else math.ceil(length / MAX_COLUMNS)
+    group = max(least, 1 if length <= 48 else math.ceil(length / MAX_COLUMNS))
     gap = 28 if len(areas) > 1 else 0
     per_area = [math.ceil((hi - lo) / group) for lo, hi in areas]
     width = min(84.0, (GRID_RIGHT - GRID_LEFT - gap * (len(areas) - 1)) / sum(per_area))
@@ -284,6 +288,19 @@ def _columns(trace: CollectiveTrace):
     return columns, group, width
 
 
+def _drawn_cells(trace: CollectiveTrace, columns) -> int:
+    """Cells a deck with these columns draws: every cell at step 0, then the changed ones."""
+    starts = [start for _, start, _, _, _ in columns]
+    end = columns[-1][2]
+    values, filled, sources = trace.values, trace.filled, trace.sources
+    changed = ((values[1:] != values[:-1]) | (filled[1:] != filled[:-1])
+               | (sources[1:] != sources[:-1]))[:, :, :end]     # (steps, world, elements)
+    if changed.shape[0] == 0:
+        return trace.params.world * len(columns)
+    per_cell = np.logical_or.reduceat(changed, starts, axis=2)
+    return trace.params.world * len(columns) + int(per_cell.sum())
+
+
 def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     """The deck of ``trace``: every frame, or frames 0…``upto`` (a standalone export)."""
     p = trace.params
@@ -291,6 +308,12 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     last = len(trace.frames) - 1 if upto is None else upto
     lanes, radius, nodes, lines, lane_labels = _topology(trace)
     columns, group, col_w = _columns(trace)
+    least = group
+    while _drawn_cells(trace, columns) > MAX_DECK_CELLS and len(columns) > 2:
+        # too many cells to send and draw (and none legible at that size): coarser columns,
+        # each a run of elements, until the whole deck fits MAX_DECK_CELLS
+        least *= 2
+        columns, group, col_w = _columns(trace, least)
     row_h = min(76.0, (GRID_BOTTOM - GRID_TOP) / n)
     row_y = [GRID_TOP + r * row_h for r in range(n)]
     column_starts = [start for _, start, _, _, _ in columns]  # contiguous, in buffer order
@@ -346,10 +369,13 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
             header = f"Step {k} of {n_steps} · {frame.phase}"
         frames.append(FrameView(k, header, cells, arrows))
 
+    # a label every row while 16-unit type fits in one (12 px at 960 px wide), else every 2nd,
+    # 4th or 8th row: fewer labels at a legible size, never shrunken ones
+    every = next((e for e in (1, 2, 4, 8) if e * row_h >= 17), 16)
     row_labels = tuple(Label(GRID_LEFT - 14, round(row_y[r] + row_h / 2 + 6, 1),
                              f"rank {r}" if n <= 16 else str(r), anchor="end",
-                             size=min(20.0, max(10.0, row_h * 0.5)))
-                       for r in range(n) if n <= 32 or r % 4 == 0)
+                             size=min(20.0, max(16.0, row_h * 0.5)))
+                       for r in range(n) if r % every == 0)
     swatch_r = min(9.0, row_h * 0.3)
     row_swatches = tuple(Node(r, GRID_LEFT - (98 if n <= 16 else 44), round(row_y[r] + row_h / 2, 1),
                               swatch_r, rank_colour(r, n), "", "", False, 0, 0)
@@ -439,11 +465,11 @@ def _column_labels(trace, columns, group, col_w) -> tuple[Label, ...]:
                         a * p.count + d * c <= col[1] < a * p.count + (d + 1) * c]
                 if cols and len(cols) * col_w >= 34:
                     x = (cols[0][3] + cols[-1][3] + cols[-1][4]) / 2
-                    labels.append(Label(round(x, 1), GRID_TOP - 10, f"{prefix}r{d}", size=14))
+                    labels.append(Label(round(x, 1), GRID_TOP - 10, f"{prefix}r{d}", size=16))
         return tuple(labels)
     if group == 1 and col_w >= 22:
         for _, start, _, x, w in columns:
-            labels.append(Label(round(x + w / 2, 1), GRID_TOP - 10, str(start), size=13))
+            labels.append(Label(round(x + w / 2, 1), GRID_TOP - 10, str(start), size=16))
     return tuple(labels)
 
 

@@ -55,7 +55,7 @@ def _axes(deck: Deck) -> list[str]:
            f'<line class="axis-line" x1="180" x2="1250" y1="{y}" y2="{y}"/>']
     out += [f'<line class="axis-line" x1="{x}" x2="{x}" y1="{y}" y2="{y + 6}"/>'
             for x, _ in deck.ticks]
-    out.append(spans_text('class="muted" text-anchor="middle" font-size="14"',
+    out.append(spans_text('class="muted" text-anchor="middle" font-size="16"',
                      [f'<tspan x="{x}" y="{y + 24}">{label}</tspan>'
                       for x, label in deck.ticks]))
     if deck.strip_title:
@@ -65,7 +65,7 @@ def _axes(deck: Deck) -> list[str]:
         paint = (f' class="{colour[6:]}"' if colour.startswith("class:") else
                  f' fill="{colour}"' if colour else ' class="freed"')
         out.append(f'<rect x="{x}" y="{ly - 13}" width="24" height="16"{paint}/>')
-    out.append(spans_text('class="muted" font-size="14"',
+    out.append(spans_text('class="muted" font-size="16"',
                      [f'<tspan x="{x + 30}" y="{ly}">{text}</tspan>'
                       for x, ly, _, text in deck.strip_legend]))
     out.append(spans_text('class="ink" font-weight="600"',
@@ -96,7 +96,7 @@ def _frame(f: FrameView, current: int, standalone: bool, axis_y: float) -> list[
                    f'x2="{f.cursor}" y1="84" y2="{axis_y + 4}"/>')
         if f.index > 0:
             out.append(f'<text class="ink halo-bg" x="{min(f.cursor, 1180)}" y="80" '
-                       f'text-anchor="middle" font-size="15">{f.cursor_label}</text>')
+                       f'text-anchor="middle" font-size="16">{f.cursor_label}</text>')
         out += [f'<text class="ink" x="{t.x}" y="{t.y}" font-size="{t.size}" '
                 f'font-weight="600">{escape(t.text)}</text>' for t in f.notes]
         out.append(f'<text class="ink step-header" x="22" y="36" font-size="24" '
@@ -109,7 +109,7 @@ def _legend(deck: Deck) -> list[str]:
     out = ['<g class="legend">']
     out += [f'<rect x="{x}" y="684" width="22" height="16" fill="{colour}" rx="2"/>'
             for x, colour, _ in deck.legend]
-    out.append(spans_text('class="muted" y="697" font-size="14"',
+    out.append(spans_text('class="muted" y="697" font-size="16"',
                      [f'<tspan x="{x + 28}">{text}</tspan>' for x, _, text in deck.legend]))
     out.append("</g>")
     return out

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 
 from app.sim.memory.ledger import CATEGORIES, GiB, Item
-from app.draw.palette import ramp, text_on
+from app.draw.palette import CATEGORY, ramp, text_on
 from app.draw.fmt import human_bytes
 from app.draw.plot import linear_ticks
 
@@ -21,12 +21,11 @@ WIDTH, HEIGHT = 1280, 720
 BAR_LEFT, BAR_RIGHT, BAR_TOP, BAR_BOTTOM = 100, 218, 84, 640
 MAP_LEFT, MAP_RIGHT, MAP_TOP, MAP_BOTTOM = 404, 1262, 70, 652
 LEGEND_Y = 692
-CHAR, CHAR_BOLD = 0.6, 0.68
+CHAR, CHAR_BOLD = 0.6, 0.74     # DejaVu Sans (bold) widths per em, a little generous
 """Average glyph widths in em of DejaVu Sans (regular, bold), for deciding whether a label
 fits (generous: a label that might not fit is not drawn)."""
 
-COLOURS = {"params": "#0072B2", "grads": "#E69F00", "optimizer": "#009E73",
-           "activations": "#CC79A7", "buffers": "#999999"}
+COLOURS = CATEGORY   # categories' own scheme, never a rank's colour (DESIGN principle 15)
 NAMES = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer states",
          "activations": "activations", "buffers": "buffers"}
 LEGEND = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer",
@@ -41,7 +40,7 @@ class Text:
     x: float
     y: float
     text: str
-    size: int = 15
+    size: int = 16
     anchor: str = "start"
     fill: str = ""            # a colour, or "" to take the colour of ``cls`` from the theme
     weight: int = 400
@@ -168,7 +167,7 @@ def box_labels(label: str, value: str, x: float, y: float, w: float, h: float, i
                ) -> tuple[Text, ...]:
     """The item's name (wrapped to the box) and bytes, at the largest size that fits; the bytes
     alone when the name does not; nothing when neither does (the hover still tells)."""
-    for size in (16, 14):
+    for size in (17, 16):
         width = int((w - 12) / (CHAR_BOLD * size))
         lines = textwrap.wrap(label, width, break_long_words=False) if width > 0 else []
         rows = int((h - 8) // (size + 4))
@@ -178,8 +177,8 @@ def box_labels(label: str, value: str, x: float, y: float, w: float, h: float, i
                           weight=600) for k, line in enumerate(lines)]
             return (*texts, Text(x + 6, y + 4 + (len(lines) + 1) * (size + 4) - 4, value, size,
                                  fill=ink))
-    if h >= 24 and fits(value, 14, w - 12, bold=True):
-        return (Text(x + 6, y + 20, value, 14, fill=ink, weight=600),)
+    if h >= 24 and fits(value, 16, w - 12, bold=True):
+        return (Text(x + 6, y + 20, value, 16, fill=ink, weight=600),)
     return ()
 
 
@@ -189,12 +188,12 @@ def bar_labels(category: str, total: float, top: float, bottom: float, cap_y: fl
     capacity line when that line crosses where they would go."""
     x, ink = (BAR_LEFT + BAR_RIGHT) / 2, text_on(COLOURS[category])
     lines = [(LEGEND[category], 600), (human_bytes(total), 400)]
-    if not fits(LEGEND[category], 14, BAR_RIGHT - BAR_LEFT - 8, bold=True):
+    if not fits(LEGEND[category], 16, BAR_RIGHT - BAR_LEFT - 8, bold=True):
         lines = lines[1:]
     while lines:
         start = top if not top - 4 <= cap_y <= top + 18 * len(lines) + 4 else cap_y + 4
         if start + 18 * len(lines) + 2 <= bottom:
-            return [Text(x, round(start + 17 * (k + 1), 1), text, 14, "middle", ink, weight)
+            return [Text(x, round(start + 17 * (k + 1), 1), text, 16, "middle", ink, weight)
                     for k, (text, weight) in enumerate(lines)]
         lines = lines[1:] if len(lines) > 1 else []
     return []
@@ -223,10 +222,10 @@ def build_deck(trace, title: str) -> Deck:
         y = y_of(v * unit)
         grid.append(round(y, 1))
         ticks.append(Text(BAR_LEFT - 10, round(y + 5, 1), f"{v:g} {unit_name}" if v else "0",
-                          14, "end"))
+                          16, "end"))
     cap_y = round(y_of(gpu.capacity), 1)
-    capacity = (Text(BAR_RIGHT + 8, cap_y - 8, gpu.name, 14, weight=600),
-                Text(BAR_RIGHT + 8, cap_y + 18, human_bytes(gpu.capacity), 14))
+    capacity = (Text(BAR_RIGHT + 8, cap_y - 8, gpu.name, 16, weight=600),
+                Text(BAR_RIGHT + 8, cap_y + 18, human_bytes(gpu.capacity), 16))
     groups = [c for c in CATEGORIES if totals[c] > 0]
     ordered = sorted(groups, key=lambda c: -totals[c])
     rects = dict(zip(ordered, squarify([totals[c] for c in ordered], MAP_LEFT, MAP_TOP,
@@ -246,23 +245,23 @@ def build_deck(trace, title: str) -> Deck:
         rect = rects.get(category)
         boxes = item_boxes(items, category, rect) if rect else ()
         text = f"{LEGEND[category]} {human_bytes(total)}"
-        legend = (Text(legend_x + 26, LEGEND_Y + 13, text, 14),)
+        legend = (Text(legend_x + 26, LEGEND_Y + 13, text, 16),)
         swatch = (legend_x, LEGEND_Y, COLOURS[category])
-        legend_x += 26 + len(text) * CHAR * 14 + 22
+        legend_x += 26 + len(text) * CHAR * 16 + 22
         notes = ()
         if k == len(CATEGORIES) - 1:
             verdict = (f"fits: {human_bytes(trace.fit.free)} free" if trace.fit.fits
                        else f"over by {human_bytes(-trace.fit.free)}")
             notes = (Text((BAR_LEFT + BAR_RIGHT) / 2, round(y_of(led.peak) - 10, 1),
-                          f"peak {human_bytes(led.peak)}", 15, "middle", weight=700),
-                     Text(BAR_RIGHT + 8, cap_y + 38, verdict, 14, weight=700,
+                          f"peak {human_bytes(led.peak)}", 17, "middle", weight=700),
+                     Text(BAR_RIGHT + 8, cap_y + 38, verdict, 16, weight=700,
                           cls="good" if trace.fit.fits else "bad"))
         layers.append(Layer(k, HEADERS[k], bar, boxes,
                             tuple(round(v, 1) for v in rect) if rect else None,
                             legend, swatch, notes))
     hatch = None
     if any(b.hatched for layer in layers for b in layer.boxes):
-        hatch = Text(legend_x + 26, LEGEND_Y + 13, "assumption", 14)
+        hatch = Text(legend_x + 26, LEGEND_Y + 13, "assumption", 16)
     size = min(20, int((WIDTH - 420) / (CHAR * max(len(title), 1))))
     return Deck(WIDTH, HEIGHT, Text(WIDTH - 18, 34, title, size, "end"), tuple(ticks),
                 tuple(grid), cap_y, capacity, tuple(layers), hatch)

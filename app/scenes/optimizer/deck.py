@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.sim.optimizer.simulate import OptimizerTrace
-from app.draw.palette import ramp, text_on
+from app.draw.palette import CATEGORY, ramp, text_on
 from app.draw.plot import line_chart
 
 WIDTH, HEIGHT = 1280, 720
@@ -22,11 +22,12 @@ GRID_LEFT, GRID_RIGHT, GRID_TOP = 310, 1262, 104
 ROW_H_MAX = 62
 BOTTOM_TOP = 556
 
-ROW_COLOURS = {"w16": "#56B4E9", "w": "#0072B2", "g": "#E69F00", "buf": "#009E73",
-               "m": "#009E73", "v": "#CC79A7", "m_hat": "#8fd1bb", "v_hat": "#e6bcd6",
-               "update": "#D55E00"}
-"""Okabe–Ito hues: weights blue, gradient orange, states green/purple, the update vermillion;
-derived (transient) rows take a paler tint of their state."""
+ROW_COLOURS = {"w16": "#8877cc", "w": CATEGORY["params"], "g": CATEGORY["grads"],
+               "buf": CATEGORY["optimizer"], "m": CATEGORY["optimizer"], "v": "#AA4499",
+               "m_hat": "#a1d4cc", "v_hat": "#d4a1ca", "update": "#EE7733"}
+"""The categories' scheme (app/draw/palette.py CATEGORY, never a rank's colour): weights
+indigo, gradient sand, states teal/purple, the update orange; derived (transient) rows take a
+paler tint of their state; every row is labelled by name."""
 
 
 @dataclass(frozen=True)

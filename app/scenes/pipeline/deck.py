@@ -6,8 +6,9 @@ since the previous frame — and, shown only while it is current, the time curso
 each starting pass to the pass it waited for. A standalone SVG of frame k is the deck cut after
 layer k. :mod:`app.scenes.pipeline.deck_svg` writes the markup.
 
-Passes are coloured by micro-batch (Okabe–Ito up to 8, then viridis) and told apart by kind:
-F solid, B darker, I darker and hatched, W lighter with a dashed edge. When a timeline cannot be
+Passes are coloured by kind (app/draw/palette.py PASS: F cyan, B rose, I rose and hatched, W
+sand with a dashed edge), never by a rank colour; the micro-batch is the pass's label and odd
+micro-batches are a shade darker, so neighbouring passes part. When a timeline cannot be
 drawn legibly (more than :data:`DRAW_RANKS` ranks or :data:`DRAW_PASSES` passes) each lane
 becomes a strip of time slices, each a stacked bar of what the rank did in the slice (blue
 forward, vermillion backward, green weight gradients); the empty part of a lane is idle.
@@ -133,7 +134,7 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
                                 tuple(a for a in arrows[f.lo:f.hi] if a) if marked else (),
                                 marked and f.hi > f.lo))
 
-    font = min(18.0, max(14.0, lane_h * 0.36))
+    font = min(18.0, max(16.0, lane_h * 0.36))
     every = 1 if lane_h >= 14 else 4 if lane_h >= 5 else 8
     stages = trace.rank_stages()
     lanes = tuple(Lane(r, round(lane_y[r], 1), round(lane_h, 1),
@@ -164,7 +165,7 @@ def _legend(trace, drawn: bool, memory: bool) -> tuple[tuple[str, str, str, floa
         short = {"F": "F forward", "B": "B backward", "I": "I backward (inputs)",
                  "W": "W backward (weights)"}
         items = [(k, pass_fill(k, 4, 8), short[k]) for k in kinds]
-        items.append(("mb", "", "colour = micro-batch"))
+        items.append(("mb", "", "label, shade = micro-batch"))
     else:
         items = [("F", SUMMARY_COLOURS["F"], "forward"),
                  ("B", SUMMARY_COLOURS["back"], "backward" + (" (B or I)" if "I" in kinds else ""))]

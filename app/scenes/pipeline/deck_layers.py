@@ -18,13 +18,13 @@ import numpy as np
 from app.sim.pipeline.captions import EPS
 from app.draw.fmt import sig4
 from app.sim.pipeline.schedules import KIND_NAMES, KINDS
-from app.draw.palette import mix, rank_colour, text_on
+from app.draw.palette import PASS, mix, text_on
 
 LEFT, RIGHT = 175.0, 1168.0          # the time axis
 TITLED_PASSES = 640
 """passes carry a tooltip when there are at most this many (page weight)"""
 SLICES = 240
-SUMMARY_COLOURS = {"F": "#0072B2", "back": "#D55E00", "W": "#009E73"}
+SUMMARY_COLOURS = {"F": PASS["F"], "back": PASS["B"], "W": PASS["W"]}
 LABEL_EM = 0.62
 """width of a character of a pass's label (DejaVu Sans bold), in em"""
 
@@ -60,12 +60,11 @@ def xs_of(t: np.ndarray, makespan: float) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def pass_fill(kind: str, microbatch: int, m: int) -> str:
-    colour = rank_colour(microbatch, m)
-    if kind in "BI":
-        return mix(colour, "#000000", 0.35)
-    if kind == "W":
-        return mix(colour, "#ffffff", 0.5)
-    return colour
+    """A pass's fill: its kind's colour (palette.PASS; I is B's, hatched), a shade darker
+    for odd micro-batches so neighbouring passes part; the micro-batch is the pass's label —
+    micro-batches never take rank colours (DESIGN principle 15)."""
+    colour = PASS["B" if kind in "BI" else kind]
+    return mix(colour, "#000000", 0.22) if microbatch % 2 else colour
 
 
 ink_on = lru_cache(maxsize=4096)(text_on)
@@ -110,10 +109,10 @@ def blocks(trace, lane_y, band, makespan) -> list[Block]:
     dense[flat.ids] = np.arange(flat.ids.size)
     own_forward = np.where(np.isin(flat.kind, (1, 2)), dense[flat.stage * 4 * m + flat.microbatch], -1)
     source = trace.links.source
-    font = min(16.0, band * 0.5)
+    font = min(17.0, band * 0.5)
     x0 = xs_of(line.start[order], makespan)
     x1 = xs_of(line.end[order], makespan)
-    room = ((x1 - x0 - 6) / (font * LABEL_EM)).tolist() if font >= 13 else [0.0] * order.size
+    room = ((x1 - x0 - 6) / (font * LABEL_EM)).tolist() if font >= 16 else [0.0] * order.size
     titled = flat.ids.size <= TITLED_PASSES
     lane_top = [round(y + 3, 1) for y in lane_y]
     out = []

@@ -23,8 +23,9 @@ from markupsafe import Markup
 
 from app.scenes.pipeline.deck import Deck, FrameView
 from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.palette import PASS, mix
 
-MB_SWATCH = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
+MB_SWATCH = (PASS["F"], mix(PASS["F"], "#000000", 0.22), PASS["F"], mix(PASS["F"], "#000000", 0.22))
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
@@ -44,7 +45,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
                f'font-size="20">{escape(deck.title)}</text>')
     if deck.note:
         out.append(f'<text class="muted" x="{deck.width - 18}" y="58" text-anchor="end" '
-                   f'font-size="14">{escape(deck.note)}</text>')
+                   f'font-size="16">{escape(deck.note)}</text>')
     out += _lanes(deck)
     out.append(f'<g class="frames" font-size="{deck.font}" text-anchor="middle">')
     for f in deck.frames[:current + 1]:
@@ -71,7 +72,7 @@ def _lanes(deck: Deck) -> list[str]:
                        f'text-anchor="end" font-size="{l.font}" font-weight="700">{l.label}</text>')
         if l.stages:
             out.append(f'<text class="muted" x="{left - 12}" y="{l.y + l.h * 0.36 + 20:.1f}" '
-                       f'dy="0.35em" text-anchor="end" font-size="14">{l.stages}</text>')
+                       f'dy="0.35em" text-anchor="end" font-size="16">{l.stages}</text>')
     sides = [f'<text x="1222" y="{l.y + l.h / 2:.1f}" dy="0.35em">{l.side}</text>'
              for l in deck.lanes if l.side]
     if deck.side_header:
@@ -80,7 +81,7 @@ def _lanes(deck: Deck) -> list[str]:
         out.append(f'<path class="pp-ghost" d="{deck.ghost}"/>')
     out.append('<path class="grid" fill="none" d="'
                + "".join(f"M{x} 94V{bottom}" for x, _ in deck.ticks) + '"/>')
-    out.append('<g class="muted" font-size="14" text-anchor="middle">'
+    out.append('<g class="muted" font-size="16" text-anchor="middle">'
                + "".join(f'<text x="{x}" y="86">{label}</text>' for x, label in deck.ticks)
                + "".join(sides) + "</g>")
     out += [f'<path fill="{fill}" d="{d}"/>' for fill, d in deck.slices.items()]
@@ -136,7 +137,7 @@ def _now(deck: Deck, f: FrameView) -> list[str]:
                f'<rect class="cursor-pill" x="{f.pill - 56:.1f}" y="{bottom + 8:.1f}" '
                f'width="112" height="26" rx="13"/>'
                f'<text class="cursor-label" x="{f.pill}" y="{bottom + 21:.1f}" dy="0.35em" '
-               f'text-anchor="middle" font-size="15">{f.cursor_label}</text></g>'
+               f'text-anchor="middle" font-size="16">{f.cursor_label}</text></g>'
                f'<text class="ink step-header" x="22" y="36" font-size="24" '
                f'font-weight="700">{f.header}</text></g>')
     return out
@@ -161,6 +162,6 @@ def _legend(deck: Deck) -> list[str]:
             if kind == "I":
                 out.append(f'<rect x="{x}" y="692" width="22" height="16" fill="url(#pp-hatch)" '
                            f'rx="2"/>')
-        out.append(f'<text class="muted" x="{x + 28}" y="705" font-size="14">{text}</text>')
+        out.append(f'<text class="muted" x="{x + 28}" y="705" font-size="16">{text}</text>')
     out.append("</g>")
     return out

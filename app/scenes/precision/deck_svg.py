@@ -63,7 +63,7 @@ def bits_svg(fig: BitsFigure) -> Markup:
     for x, colour, text in fig.legend:
         out.append(f'<rect x="{_n(x + 420)}" y="22" width="18" height="18" rx="3" '
                    f'fill="{colour}"/><text class="muted" x="{_n(x + 444)}" y="36" '
-                   f'font-size="15">{_e(text)}</text>')
+                   f'font-size="16">{_e(text)}</text>')
     # every bit's box, one path per field colour
     w = fig.bit_w - 1
     fills: dict[str, list] = {}
@@ -78,7 +78,7 @@ def bits_svg(fig: BitsFigure) -> Markup:
                        f'width="{fig.width - 16}" height="60" rx="8"/>')
         out.append(f'<text class="ink" x="22" y="{_n(r.y + 18)}" font-size="19" '
                    f'font-weight="700">{_e(r.label)}</text><text class="muted" x="22" '
-                   f'y="{_n(r.y + 40)}" font-size="14">{_e(r.layout)}</text>')
+                   f'y="{_n(r.y + 40)}" font-size="16">{_e(r.layout)}</text>')
         if r.problem:
             out.append(f'<text class="bad-text" x="210" y="{_n(r.y + 24)}" font-size="17" '
                        f'font-weight="650">{_e(r.problem)}</text>')
@@ -87,14 +87,14 @@ def bits_svg(fig: BitsFigure) -> Markup:
             xs = " ".join(_n2(b.x + w / 2) for b in r.bits)
             bits = "".join(b.text for b in r.bits)
             out.append(f'<text x="{xs}" y="{_n2(r.y + BIT_H / 2 + 0.35 * 15)}" '
-                       f'text-anchor="middle" font-size="15" font-weight="700" '
+                       f'text-anchor="middle" font-size="16" font-weight="700" '
                        f'fill="#1a1a1a">{bits}</text>'
-                       f'<text class="muted" x="210" y="{_n(r.y + 47)}" font-size="14">'
+                       f'<text class="muted" x="210" y="{_n(r.y + 47)}" font-size="16">'
                        f'{_e(r.decode)}</text>'
                        f'<g text-anchor="end"><text class="ink" x="{fig.width - 20}" '
                        f'y="{_n(r.y + 18)}" font-size="17" font-weight="650">{_e(r.value)}'
                        f'</text><text class="muted" x="{fig.width - 20}" y="{_n(r.y + 40)}" '
-                       f'font-size="14">{_e(r.error)}</text></g>')
+                       f'font-size="16">{_e(r.error)}</text></g>')
         out.append("</g>")
     out.append("</svg>")
     return Markup("".join(out))
@@ -126,14 +126,14 @@ def range_svg(fig: RangeFigure) -> Markup:
     bottom = fig.height - 36
     out.append('<path class="gridline" d="'
                + "".join(f"M{_n(t.x)},44V{_n(bottom)}" for t in fig.ticks) + '"/>')
-    out.append('<g class="muted" text-anchor="middle" font-size="14">')
+    out.append('<g class="muted" text-anchor="middle" font-size="16">')
     out += [f'<text x="{_n(t.x)}" y="{fig.height - 14}">{_e(t.label)}</text>' for t in fig.ticks]
     out.append("</g>")
     out += _tipped_bars(fig.bars)
     out.append(f'<line class="axisline" x1="{_n(fig.left)}" x2="{_n(fig.right)}" '
                f'y1="{_n(fig.base)}" y2="{_n(fig.base)}"/><text class="muted" '
                f'x="{_n(fig.left - 10)}" y="{_n(fig.base - 4)}" text-anchor="end" '
-               f'font-size="14">|g|</text>')
+               f'font-size="16">|g|</text>')
     labels, notes = [], []
     for band in fig.bands:
         labels.append(f'<text x="{_n(fig.left - 10)}" y="{_n(band.y + 14)}">{_e(band.label)}</text>')
@@ -149,9 +149,9 @@ def range_svg(fig: RangeFigure) -> Markup:
             notes.append(f'<text class="muted" x="{_n(fig.right + 4)}" y="{_n(band.y + 14)}">'
                          f'…</text>')
         notes.append(f'<text x="{_n(fig.right + 22)}" y="{_n(band.y + 14)}">{_e(band.note)}</text>')
-    out.append('<g class="ink" text-anchor="end" font-size="15" font-weight="650">')
+    out.append('<g class="ink" text-anchor="end" font-size="16" font-weight="650">')
     out += labels
-    out.append('</g><g class="ink" font-size="14">')
+    out.append('</g><g class="ink" font-size="16">')
     out += notes
     out.append("</g></svg>")
     return Markup("".join(out))
@@ -168,7 +168,7 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
     for z in deck.zones:
         out.append(f'<rect x="{_n(z.x)}" y="96" width="{_n(z.w)}" height="{_n(base - 96)}" '
                    f'fill="{z.fill}" class="zone"/>')
-    out.append('<g class="muted" text-anchor="middle" font-size="14">')
+    out.append('<g class="muted" text-anchor="middle" font-size="16">')
     out += [f'<text x="{_n2(z.x + z.w / 2)}" y="116">{_e(z.label)}</text>'
             for z in deck.zones if z.w > 90]
     out += [f'<text x="{_n(t.x)}" y="{_n(base + 20)}">{_e(t.label)}</text>' for t in deck.ticks]
@@ -178,14 +178,14 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
     out.append(f'<line class="axisline" x1="{_n(deck.hist_left)}" x2="{_n(deck.hist_right)}" '
                f'y1="{_n(base)}" y2="{_n(base)}"/><text class="muted" '
                f'x="{_n(deck.hist_left - 10)}" y="{_n(base - 4)}" text-anchor="end" '
-               f'font-size="14">|S·g|</text>')
+               f'font-size="16">|S·g|</text>')
     left, top, right, bottom = deck.timeline
-    out.append(f'<text class="ink" x="{_n(left)}" y="{_n(top - 14)}" font-size="15" '
+    out.append(f'<text class="ink" x="{_n(left)}" y="{_n(top - 14)}" font-size="16" '
                f'font-weight="650">loss scale S at each step (✗: overflow, step skipped)</text>')
     if deck.y_ticks:
         out.append('<path class="gridline" d="'
                    + "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y, _ in deck.y_ticks) + '"/>')
-    out.append('<g class="muted" font-size="14"><g text-anchor="end">')
+    out.append('<g class="muted" font-size="16"><g text-anchor="end">')
     out += [f'<text x="{_n(left - 10)}" y="{_n(y + 5)}">{_e(label)}</text>'
             for y, label in deck.y_ticks]
     out.append('</g><g text-anchor="middle">')
@@ -203,7 +203,7 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
         else:
             out.append(f'<rect x="{_n(x)}" y="690" width="18" height="16" rx="2" '
                        f'fill="{colour}"/>')
-    out.append('<g class="muted" font-size="14">')
+    out.append('<g class="muted" font-size="16">')
     out += [f'<text x="{_n(x + 24)}" y="703">{_e(text)}</text>' for x, _, text in deck.legend]
     out.append("</g></g>")
     out.append(deck_end(standalone, caption, deck.height,
@@ -237,7 +237,7 @@ def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> li
                        f'y2="{_n(deck.hist_base)}"/><text class="{verdict} halo-bg" '
                        f'x="{_n(deck.hist_left + 8)}" y="76" font-size="19" font-weight="700">'
                        f'{_e(f.verdict)}</text><text class="muted" x="{_n(deck.hist_right)}" '
-                       f'y="76" text-anchor="end" font-size="15">{_e(f.shift_label)}</text>')
+                       f'y="76" text-anchor="end" font-size="16">{_e(f.shift_label)}</text>')
             if pt:
                 out.append(f'<circle class="current-mark" cx="{_n(pt.x)}" cy="{_n(pt.y)}" '
                            f'r="11"/>')

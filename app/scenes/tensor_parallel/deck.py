@@ -110,7 +110,7 @@ def build_deck(trace: TensorParallelTrace, only: int | None = None) -> Deck:
         box = boxes[index[step.flow]] if step.flow in index else None
         highlight = (box.x - 4, box.y - 4, box.w + 8, box.h + 8) if box else None
         frames.append(step_frame(k, step, tp, lanes, colour, headers[k], highlight))
-    label_size = 18.0 if tp <= 4 else 15.0 if tp <= 8 else 14.0
+    label_size = 18.0 if tp <= 4 else 16.0
     lane_labels = tuple(Text(LEFT - 16, round((a + b) / 2 + 6, 1),
                              f"rank {r}" if tp <= 8 else f"r{r}", label_size, anchor="end",
                              weight="700") for r, (a, b) in enumerate(lanes))

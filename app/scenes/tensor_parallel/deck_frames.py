@@ -201,7 +201,7 @@ def _column_head(op: Operand, x: float, w: float) -> list[Text]:
         note = " × ".join(str(d) for d in op.shape[-2:])
     return [Text(cx, LANES_TOP + 18, op.name if op.per_rank else op.name.replace("ᵣ", ""), 18,
                  weight="700"),
-            Text(cx, LANES_TOP + 38, note, 14, cls="muted")]
+            Text(cx, LANES_TOP + 38, note, 16, cls="muted")]
 
 
 def step_frame(k: int, step: Step, tp: int, lanes, colour, header: str,
@@ -253,8 +253,8 @@ def _band(step: Step, x: float, w: float, lanes, tp: int) -> Band:
            "reduce_scatter": f"sum, keep 1/{tp}"}[c.op]
     return Band(round(x, 1), round(top, 1), w, round(bottom - top, 1), (
         Text(round(x + w / 2, 1), round(mid - 14, 1), op, 20, weight="700"),
-        Text(round(x + w / 2, 1), round(mid + 8, 1), how, 14, cls="muted"),
-        Text(round(x + w / 2, 1), round(mid + 28, 1), f"{c.elements:,} numbers", 14,
+        Text(round(x + w / 2, 1), round(mid + 8, 1), how, 16, cls="muted"),
+        Text(round(x + w / 2, 1), round(mid + 28, 1), f"{c.elements:,} numbers", 16,
              cls="muted")))
 
 
@@ -332,9 +332,9 @@ def check_frame(k: int, step: Step, tp: int, colour, header: str) -> FrameView:
     x2 = x1 if stack else x1 + width + 80
     texts: list[Text] = []
     if not stack:
-        texts += [Text(x1 + width / 2, y - 12, "tensor-parallel, gathered from the ranks", 15,
+        texts += [Text(x1 + width / 2, y - 12, "tensor-parallel, gathered from the ranks", 16,
                        cls="muted"),
-                  Text(x2 + width / 2, y - 12, "one GPU, unsharded", 15, cls="muted")]
+                  Text(x2 + width / 2, y - 12, "one GPU, unsharded", 16, cls="muted")]
     placed = []
     budget = FRAME_CELLS // (2 * len(shown))
     for c in shown:
@@ -357,8 +357,8 @@ def check_frame(k: int, step: Step, tp: int, colour, header: str) -> FrameView:
                                       font_cap=font))]
         if stack:
             texts += [Text(x1, y1 - 10, f"{c.name}: tensor-parallel, gathered from the ranks",
-                           15, anchor="start", cls="muted"),
-                      Text(x2, y2 - 10, f"{c.name}: one GPU, unsharded", 15, anchor="start",
+                           16, anchor="start", cls="muted"),
+                      Text(x2, y2 - 10, f"{c.name}: one GPU, unsharded", 16, anchor="start",
                            cls="muted")]
             mid = (y1 + y2 + h) / 2
         else:

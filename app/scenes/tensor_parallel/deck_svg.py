@@ -71,7 +71,7 @@ def _flow(deck: Deck) -> list[str]:
                    f'text-anchor="middle" font-size="16" font-weight="700">'
                    f'{escape(b.label)}</text>')
         out += [f'<text class="muted" x="{cx}" y="{b.y + 40 + k * 16}" text-anchor="middle" '
-                f'font-size="14">{escape(line)}</text>' for k, line in enumerate(b.lines)]
+                f'font-size="16">{escape(line)}</text>' for k, line in enumerate(b.lines)]
     out.append("</g>")
     return out
 
@@ -131,11 +131,11 @@ def _legend(deck: Deck) -> list[str]:
             n = min(len(deck.swatches), 4)
             out += [f'<rect x="{x + k * 22}" y="695" width="20" height="16" fill="{s[3]}" rx="2"/>'
                     for k, s in enumerate(deck.swatches[:n])]
-            out.append(f'<text class="muted" x="{x + n * 22 + 8}" y="708" font-size="14">'
+            out.append(f'<text class="muted" x="{x + n * 22 + 8}" y="708" font-size="16">'
                        f'{escape(text)}</text>')
         else:
             out.append(f'<rect x="{x}" y="695" width="22" height="16" rx="2" '
                        f'fill="{LEGEND_FILLS[kind]}"/><text class="muted" x="{x + 30}" y="708" '
-                       f'font-size="14">{escape(text)}</text>')
+                       f'font-size="16">{escape(text)}</text>')
     out.append("</g>")
     return out

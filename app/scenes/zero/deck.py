@@ -23,7 +23,7 @@ from app.sim.zero.frames import ROWS
 from app.scenes.collective.deck import Label
 from app.draw.palette import SUMMED as COMPLETE
 from app.draw.geometry import Point, arrow
-from app.draw.palette import SERIES, rank_colour, text_on
+from app.draw.palette import CATEGORY, SERIES, rank_colour, text_on
 from app.scenes.zero.deck_grid import (MAX_TITLED, REPLICATED, ROW_NAMES, Cell, Numbers, colour,
                                  display_columns, frame_cells, grid_layout, tip)
 from app.scenes.zero.panels import human_count, human_gb
@@ -33,7 +33,7 @@ GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 178, 896, 122, 652
 RING_X = 44
 NOTE_X = 906
 PANEL_X = 1000
-MEMORY_COLOURS = (SERIES[0], SERIES[4], SERIES[2])        # params, grads, optimizer states
+MEMORY_COLOURS = (CATEGORY["params"], CATEGORY["grads"], CATEGORY["optimizer"])        # params, grads, optimizer states
 
 
 @dataclass(frozen=True)
@@ -127,8 +127,8 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     block = (GRID_BOTTOM - GRID_TOP) / n_ranks
     gap = min(12.0, block * 0.16)
     row_h = min(30.0, (block - gap) / 3)
-    font = round(min(15.0, row_h * 0.7), 1)
-    show_numbers = not grouped and col_w >= 40 and font >= 13
+    font = round(min(17.0, row_h * 0.7), 1)
+    show_numbers = not grouped and col_w >= 40 and font >= 16
     # unit and shard labels, separators between shards
     bottom = GRID_TOP + n_ranks * block - gap
     for u in trace.training.units:
@@ -137,7 +137,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
         text = f"layer {u.index}" + (f" · {u.numel} + {u.padding} pad" if u.padding else
                                      f" · {u.numel}")
         unit_labels.append(Label(round((x0 + x1) / 2, 1), GRID_TOP - 34, text,
-                                 size=15 if x1 - x0 > 9 * len(text) else 13))
+                                 size=16))
         owners = []
         for k in idx:
             owner = cols[display[k][0]].owner
@@ -148,7 +148,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
         for j, (owner, a, b) in enumerate(owners):
             if b - a >= 26:
                 shard_labels.append(Label(round((a + b) / 2, 1), GRID_TOP - 12, f"r{owner}",
-                                          size=13, colour=colour(trace, owner)))
+                                          size=16, colour=colour(trace, owner)))
             if j > 0:
                 separators.append((round(a - 0.5 if a - owners[j - 1][2] < 2 else
                                          (a + owners[j - 1][2]) / 2, 1), GRID_TOP - 4, bottom + 4))
@@ -165,7 +165,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
                 if gapped else ())
     row_labels = tuple(Label(GRID_LEFT - 10,
                              round(GRID_TOP + i * block + row * row_h + row_h / 2, 1),
-                             ROW_NAMES[name], size=min(15.0, row_h * 0.7), anchor="end")
+                             ROW_NAMES[name], size=min(17.0, max(16.0, row_h * 0.7)), anchor="end")
                        for i in range(n_ranks) for row, name in enumerate(ROWS))
     # memory bar scale: the larger of DDP's 16Ψ and the largest frame
     ddp = model_states.per_gpu(p.param_count).total
@@ -249,7 +249,7 @@ def _notes(trace, k, ring, block, gap) -> tuple[Label, ...]:
         else:
             text = ""
         if text:
-            out.append(Label(NOTE_X, round(node.y + 5, 1), text, size=14, anchor="start"))
+            out.append(Label(NOTE_X, round(node.y + 5, 1), text, size=16, anchor="start"))
     return tuple(out)
 
 

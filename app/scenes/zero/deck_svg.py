@@ -48,7 +48,7 @@ def _grid_frame(deck: Deck) -> list[str]:
     memory panel's title and DDP's outline for scale."""
     first = deck.ring[0]
     out = [f'<text class="muted" x="{first.x}" y="{round(first.y - first.r - 14, 1)}" '
-           f'text-anchor="middle" font-size="15">ranks</text>']
+           f'text-anchor="middle" font-size="16">ranks</text>']
     out += [f'<circle cx="{n.x}" cy="{n.y}" r="{n.r}" fill="{n.fill}" class="node" '
             f'data-tip="rank {n.rank}"/>' for n in deck.ring]
     size = min(round(first.r * 0.9, 1), 16)
@@ -66,7 +66,7 @@ def _grid_frame(deck: Deck) -> list[str]:
     out.append(spans_text('class="ink" text-anchor="middle" font-weight="600"',
                      [f'<tspan x="{lb.x}" y="{lb.y}" font-size="{lb.size}">{lb.text}</tspan>'
                       for lb in deck.unit_labels]))
-    out.append(spans_text('text-anchor="middle" font-weight="700" font-size="13"',
+    out.append(spans_text('text-anchor="middle" font-weight="700" font-size="16"',
                      [f'<tspan x="{lb.x}" y="{lb.y}" fill="{lb.colour}">{lb.text}</tspan>'
                       for lb in deck.shard_labels]))
     out.append('<g class="axis-line" stroke-dasharray="3 3">')
@@ -76,9 +76,9 @@ def _grid_frame(deck: Deck) -> list[str]:
     gy, gh, glabel = deck.ghost
     out.append(f'<text class="ink" x="{bx - 20}" y="108" font-size="17" font-weight="700">'
                f'{deck.panel_title[0]}</text><text class="muted" x="{bx - 20}" y="130" '
-               f'font-size="14">{deck.panel_title[1]}</text>'
+               f'font-size="16">{deck.panel_title[1]}</text>'
                f'<text class="muted" x="{bx + bw / 2}" y="{round(gy - 8, 1)}" '
-               f'text-anchor="middle" font-size="14">{glabel}</text>'
+               f'text-anchor="middle" font-size="16">{glabel}</text>'
                f'<rect x="{bx}" y="{gy}" width="{bw}" height="{gh}" fill="none" class="cursor"/>')
     return out
 
@@ -118,15 +118,15 @@ def _overlays(deck: Deck, f: FrameView) -> list[str]:
     out = ['<g class="only-current">']
     out += [f'<rect x="{bx}" y="{s.y}" width="{bw}" height="{s.h}" fill="{s.colour}"/>'
             for s in f.segments]
-    out.append(spans_text('class="ink" font-size="14"',
+    out.append(spans_text('class="ink" font-size="16"',
                      [f'<tspan x="{bx + bw + 10}" y="{s.ly}">{s.label}</tspan>'
                       for s in f.segments]))
     out.append(f'<text class="ink" x="{bx - 20}" y="596" font-size="17" font-weight="700">'
                f'total {f.memory_total}</text>')
-    out.append(spans_text('class="muted" font-size="14"',
+    out.append(spans_text('class="muted" font-size="16"',
                      [f'<tspan x="{bx - 20}" y="{620 + k * 20}">{line}</tspan>'
                       for k, line in enumerate(f.sent_text)]))
-    out.append(spans_text('class="ink halo-bg" font-size="14"',
+    out.append(spans_text('class="ink halo-bg" font-size="16"',
                      [f'<tspan x="{n.x}" y="{n.y}">{n.text}</tspan>' for n in f.notes]))
     out.append("</g>")
     if f.arrows:
@@ -156,7 +156,7 @@ def _legend(deck: Deck) -> list[str]:
             faded = ' opacity="0.3"' if kind == "stale" else ""
             out.append(f'<rect x="{x}" y="684" width="22" height="16" fill="{colour}"{faded} '
                        f'rx="2"/>')
-    out.append(spans_text('class="muted" y="697" font-size="14"',
+    out.append(spans_text('class="muted" y="697" font-size="16"',
                      [f'<tspan x="{round(x + 28, 1)}">{text}</tspan>'
                       for _, text, x, _ in deck.legend]))
     out.append("</g>")

@@ -30,9 +30,10 @@ from app.sim.collectives.schedules import (
     step_count,
 )
 
-MAX_CELLS = 2**21
-"""Bound on the numbers a trace holds (frames × world × buffer length): about 2 M, which keeps
-any accepted request well under half a second."""
+MAX_CELLS = 2**20
+"""Bound on the numbers a trace holds (frames × world × buffer length): about 1 M, which keeps
+/api/collective under 5 MB (about 3.2 bytes of JSON a number) and under half a second; every
+state the count slider reaches (up to 128 elements, 64 ranks) fits it."""
 
 Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"]
 Algorithm = Literal["ring", "tree", "halving_doubling", "direct"]

@@ -79,6 +79,11 @@ def formula(p: PipelineParams) -> Formula | None:
     return None
 
 
+COMPACT_PASSES = 16384
+"""Beyond this many passes /api/pipeline gives each rank's actions in the compact form
+(PipelineTrace._compact_dict): the full records would pass 5 MB."""
+
+
 @dataclass(frozen=True, eq=False)
 class PipelineTrace:
     params: PipelineParams
@@ -127,8 +132,68 @@ class PipelineTrace:
                        for r, (t, h) in enumerate(zip(self.memory.times, self.memory.held))],
         }
 
+    @property
+    def compact(self) -> bool:
+        """Whether the JSON gives each rank's passes in the compact form (more than
+        :data:`COMPACT_PASSES` passes): a full action record is ~90 bytes, so 196,608 passes
+        (zb_h1, p = 64, m = 1024) would make 18 MB."""
+        return self.flat.ids.size > COMPACT_PASSES
+
+    def durations(self) -> dict[str, float] | None:
+        """Each kind's pass duration when every pass of a kind lasts the same (it does: times
+        are per kind and per chunk; communication delays starts, not passes); else None."""
+        span = np.round(self.line.end - self.line.start, 9)
+        out = {}
+        for k in np.unique(self.flat.kind).tolist():
+            values = np.unique(span[self.flat.kind == k])
+            if values.size != 1:
+                return None
+            out[KINDS[k]] = float(values[0])
+        return out
+
+    def _compact_dict(self) -> dict:
+        """Beyond COMPACT_PASSES passes: each rank's ``actions`` is a list of strings
+        ``"2F0@13.5"`` — the action in torch.distributed.pipelining's compact form (global stage,
+        kind, micro-batch; it parses back, app.sim.pipeline.schedules) and its start time; its
+        end is start + ``durations[kind]`` (``"2F0@13.5-14.5"`` when a kind's passes differ);
+        times to 8 significant digits of the makespan. ``memory`` gives each rank's peak only."""
+        flat, line = self.flat, self.line
+        durations = self.durations()
+        # "2F0@13.5": orjson writes the times (shortest round-trip form), the labels are
+        # joined from cached pieces — an f-string per pass with float formatting is seconds
+        names = [str(i) for i in range(max(int(flat.stage.max()), int(flat.microbatch.max())) + 1)]
+        heads = [[names[st] + kind for kind in KINDS] for st in range(int(flat.stage.max()) + 1)]
+        tail = [names[mb] + "@" for mb in range(int(flat.microbatch.max()) + 1)]
+
+        # 8 significant digits of the makespan: far finer than a pass, and bounded in length
+        decimals = max(0, 8 - len(str(int(line.makespan))))
+
+        def times(values: np.ndarray) -> list[str]:
+            text = orjson.dumps(np.round(values, decimals),
+                                option=orjson.OPT_SERIALIZE_NUMPY).decode()
+            return [t[:-2] if t.endswith(".0") else t for t in text[1:-1].split(",")]
+
+        starts = times(line.start)
+        label = [heads[st][k] + tail[mb] + t for st, k, mb, t in zip(
+            flat.stage.tolist(), flat.kind.tolist(), flat.microbatch.tolist(), starts)]
+        if durations is None:
+            label = [a + "-" + e for a, e in zip(label, times(line.end))]
+        stages = self.rank_stages()
+        ranks = [{"rank": r, "stages": stages[r], "actions": label[a:b]}
+                 for r, (a, b) in enumerate(zip(flat.offsets[:-1].tolist(),
+                                                flat.offsets[1:].tolist()))]
+        fields = self._fields()
+        # the activation-memory step functions (two breakpoints a pass, 2.8 MB here) are
+        # summarised to each rank's peak; the full form carries them
+        fields["memory"] = [{"rank": r, "peak": int(peak)}
+                            for r, peak in enumerate(self.memory.peak)]
+        return {"ranks": ranks, "actions_form": "compact", "durations": durations,
+                **orjson.loads(orjson.dumps(fields, option=orjson.OPT_SERIALIZE_NUMPY))}
+
     def to_dict(self) -> dict:
         """The JSON contract of ``/api/pipeline`` (DESIGN.md) as plain data."""
+        if self.compact:
+            return self._compact_dict()
         flat, line = self.flat, self.line
         start, end = np.round(line.start, 9).tolist(), np.round(line.end, 9).tolist()
         ranks = []
@@ -138,13 +203,16 @@ class PipelineTrace:
                  "stage": int(flat.stage[k]), "kind": KINDS[flat.kind[k]],
                  "microbatch": int(flat.microbatch[k]), "start": start[k], "end": end[k]}
                 for k in range(a, b)]})
-        return {"ranks": ranks, **orjson.loads(orjson.dumps(
+        return {"ranks": ranks, "actions_form": "full", **orjson.loads(orjson.dumps(
             self._fields(), option=orjson.OPT_SERIALIZE_NUMPY))}
 
     def to_json(self) -> bytes:
         """``to_dict()`` as JSON bytes, fast for 10⁵ actions (see app.sim.pipeline.to_json)."""
+        if self.compact:
+            return orjson.dumps(self._compact_dict())
         flat, line = self.flat, self.line
-        rest = orjson.dumps(self._fields(), option=orjson.OPT_SERIALIZE_NUMPY)
+        rest = orjson.dumps({"actions_form": "full", **self._fields()},
+                            option=orjson.OPT_SERIALIZE_NUMPY)
         return trace_json(self.rank_stages(), flat.offsets, flat.stage, flat.kind,
                           flat.microbatch, np.round(line.start, 9), np.round(line.end, 9), rest)
 

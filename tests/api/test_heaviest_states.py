@@ -1,0 +1,119 @@
+"""No response of a scene's heaviest accepted states exceeds 5 MB (issue 12, item 3; DESIGN
+budgets): page, /api and /svg of the five heaviest states per scene that bench/heaviest.py's
+bounded search found (``python -m bench.heaviest`` regenerates them; paste its queries here),
+plus a few adversarial ones a greedy walk does not reach. Size only: time is ``make bench``'s."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.main import SCENES
+
+LIMIT = 5_000_000
+
+FOUND: dict[str, list[str]] = {
+    "memory": [
+        "preset=gpt3-175b&recompute=none&micro_batch=64",
+        "preset=gpt3-175b&recompute=none",
+        "preset=gpt3-175b&recompute=none&dp=1",
+        "preset=gpt3-175b&micro_batch=64",
+        "preset=gpt3-175b&recompute=none&optimizer=sgd",
+    ],
+    "parallelism": [
+        "dp=1024&gpus_per_node=1&ep=1",
+        "dp=1024&ep=1",
+        "dp=1024&gpus_per_node=1&pp=1",
+        "dp=1024&gpus_per_node=64",
+        "dp=1024&pp=1",
+    ],
+    "collective": [
+        "op=all_reduce&world=64&count=128",
+        "op=all_to_all&algorithm=ring&world=64&count=128",
+        "op=all_gather&algorithm=ring&world=64&count=128",
+        "count=16384&op=all_to_all&intra_node_gbs=10.0",
+        "count=16384&alpha_us=250.0",
+    ],
+    "optimizer": [
+        "steps=64&size=12&optimizer=adam",
+        "steps=64&size=12&beta2=0.99999",
+        "steps=64&size=12&beta1=0.99",
+        "steps=64&size=12&lr=10.0",
+        "steps=64&size=12&weight_decay=0.0",
+    ],
+    "data-parallel": [
+        "preset=llama3-405b&dp=1024&steps=10",
+        "preset=llama3-405b&dp=1024&mlp_width=8",
+        "preset=llama3-405b&dp=1024&alpha_us=50.0",
+        "preset=llama3-405b&dp=1024&steps=1",
+        "preset=llama3-405b&dp=256",
+    ],
+    "zero": [
+        "dp=1024&steps=10&param_count=1000000000000000",
+        "dp=1024&steps=10&stage=0",
+        "dp=1024&steps=10&mlp_layers=1",
+        "dp=1024&steps=10&param_count=1",
+        "dp=1024&param_count=1000000000000000",
+    ],
+    "tensor-parallel": [
+        "block=attention&hidden=32&tokens=16",
+        "block=attention&hidden=32&heads=16",
+        "block=attention&hidden=32&tp=1",
+        "block=attention&hidden=32&tokens=1",
+        "block=mlp&hidden=32",
+    ],
+    "pipeline": [
+        "microbatches=1024&stages=64&t_f=0.1",
+        "schedule=zb_h1&stages=64&microbatches=1024",
+        "microbatches=1024&stages=64&t_comm=1000.0",
+        "microbatches=1024&stages=64&t_f=1000.0",
+        "microbatches=1024&stages=64&t_f=250.0",
+    ],
+    "precision": [
+        "steps=64&grad_spread=3.0&grad_center=2.0",
+        "steps=64&grad_spread=3.0&growth_interval=1",
+        "steps=64&grad_center=-12.0",
+        "steps=64&init_scale_log2=10",
+        "grad_spread=3.0",
+    ],
+    "checkpointing": [
+        "preset=llama3-405b&micro_batch=4096&recompute=selective",
+        "preset=llama3-405b&micro_batch=4096&recompute_layers=48",
+        "preset=llama3-405b&grad_accum=1024",
+        "preset=llama3-405b&recompute_layers=48",
+        "preset=gpt3-175b&micro_batch=4096",
+    ],
+    "moe": [
+        "tokens=4096&top_k=4&skew=8.0",
+        "tokens=4096&top_k=4&router_steps=32",
+        "tokens=4096&top_k=4&drop_policy=position",
+        "tokens=4096&top_k=4&capacity_factor=16.0",
+        "tokens=4096&router_steps=32",
+    ],
+}
+"""The five heaviest states of each scene, as bench/heaviest.py found them."""
+
+ADVERSARIAL: dict[str, list[str]] = {
+    # fractional times lengthen every number of the pipeline's compact form
+    "pipeline": ["schedule=zb_h1&stages=64&microbatches=1024&t_f=0.1&t_b=0.3&t_w=0.7&t_comm=0.13",
+                 "schedule=zb_h1&stages=64&microbatches=1024&t_f=999.7&t_b=0.3&t_w=0.7&t_comm=0.13",
+                 "schedule=dualpipev&stages=64&microbatches=512&t_f=0.1&t_comm=0.3",
+                 "schedule=interleaved_1f1b&stages=64&microbatches=128&chunks=8&t_f=0.1&t_comm=0.3"],
+    "collective": ["op=all_reduce&algorithm=ring&world=64&count=128&seed=7",
+                   "op=all_to_all&algorithm=ring&world=64&count=128&seed=7",
+                   "op=reduce_scatter&algorithm=ring&world=64&count=128"],
+}
+
+CASES = [(slug, query) for table in (FOUND, ADVERSARIAL) for slug, queries in table.items()
+         for query in queries]
+
+
+def test_every_scene_has_found_states():
+    assert {s.slug for s in SCENES} - {"context-parallel"} <= set(FOUND)
+
+
+@pytest.mark.parametrize("slug,query", CASES, ids=[f"{s}?{q}" for s, q in CASES])
+def test_heaviest_states_answer_under_5_mb(client, slug, query):
+    for path in (f"/{slug}?{query}", f"/api/{slug}?{query}", f"/svg/{slug}?{query}"):
+        response = client.get(path)
+        assert response.status_code == 200, f"{path}: {response.status_code} (no longer accepted?)"
+        assert len(response.content) < LIMIT, f"{path}: {len(response.content) / 1e6:.2f} MB"
