@@ -18,9 +18,9 @@ FONT = "DejaVu Sans"
 
 def png(svg: str, width: int) -> bytes:
     """The SVG drawn ``width`` pixels wide (height in proportion), on white."""
-    w, h = svg_size(svg)
-    height = max(1, round(width * h / w))
-    out = resvg_py.svg_to_bytes(svg_string=svg, width=width, height=height, background="#ffffff",
+    w, _ = svg_size(svg)
+    # a zoom, not width=: resvg rounds a width's height up, a zoom's to the nearest pixel
+    out = resvg_py.svg_to_bytes(svg_string=svg, zoom=width / w, background="#ffffff",
                                 font_family=FONT, sans_serif_family=FONT)
     return bytes(out)
 
