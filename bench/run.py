@@ -12,6 +12,7 @@
    the server renders those on the spot), and what the first page load transfers (and whether
    anything leaves the origin).
 4. A 4-rank verification job, from POST to result.
+5. Exports of a 30-frame scene: GIF, PDF, PPTX, HTML (< 5 s) and MP4 (< 10 s), uncached.
 
 Results go to bench/results/latest.json and between the bench markers of README.md.
 """
@@ -28,7 +29,7 @@ import urllib.request
 from datetime import datetime, timezone
 
 from app.main import SCENES
-from bench import browser
+from bench import browser, exports
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -97,6 +98,7 @@ def run(quick: bool) -> dict:
         results["browser"] = browser.measure(app_url, [s for s in SCENES if s.key_slider],
                                              moves=30 if quick else 60)
         results["verify"] = verify_seconds(app_url)
+        results["exports"] = exports.measure(app_url)
     return results
 
 
@@ -152,6 +154,7 @@ def table(r: dict) -> str:
     v = r["verify"]
     rows.append(f"| 4-rank verification job (`/collective`), POST to result | < {b['verify_s']} s "
                 f"| {v['seconds']:.1f} s ({v['status']}) {mark(v['seconds'] < b['verify_s'])} |")
+    rows.extend(exports.rows(r.get("exports", {}), mark))
     m = r["machine"]
     rows.append("")
     rows.append(f"Measured {r['when'][:10]} on {m['cores']} cores, Python {m['python']}, "

@@ -31,13 +31,15 @@ FORMATS = {
     "html": "text/html; charset=utf-8",
 }
 
-DEFAULT_WIDTH = {"png": 0, "gif": 960, "mp4": 1280, "pptx": 1600}
+DEFAULT_WIDTH = {"png": 0, "gif": 960, "mp4": 1280, "pptx": 1280}
 """Pixel width of each raster format (0: the SVG's own width)."""
 
-MAX_FRAMES = {"gif": 120, "mp4": 120, "pptx": 120, "pdf": 120, "html": 2000, "png": 1}
-MAX_PIXELS = 60_000_000
-"""Frames × output pixels a raster export may draw (about 50 frames of 1280 × 900, a few
-seconds of resvg on one core)."""
+MAX_FRAMES = {"gif": 120, "mp4": 120, "pptx": 120, "pdf": 60, "html": 2000, "png": 1}
+"""A PDF page costs CairoSVG about 0.1 s; the raster formats are bounded by their pixels."""
+MAX_PIXELS = 40_000_000
+"""Frames × output pixels a raster export may draw: resvg draws about 3 Mpx per second of CPU,
+so this is about 6 s of CPU, a few seconds on two cores (raster.WORKERS): 38 frames of
+1280 × 810, 70 of 960 × 608."""
 MIN_WIDTH, MAX_WIDTH = 160, 3840
 
 OPTION_HELP = {
@@ -45,7 +47,7 @@ OPTION_HELP = {
     "first": "first step to export (gif, mp4, pdf, pptx); default 0",
     "last": "last step to export, inclusive (gif, mp4, pdf, pptx); default the last",
     "width": f"pixel width, {MIN_WIDTH} to {MAX_WIDTH} (png: the SVG's; gif 960; mp4 1280; "
-             f"pptx pictures 1600)",
+             f"pptx pictures 1280)",
     "scale": "1 or 2 (png: 2 doubles the width, for retina screens); default 1",
     "fps": "steps per second, 0.1 to 30 (gif, mp4); default 1",
     "caption": "1 or 0: caption under the figure (gif, mp4, pdf, png: default 1; pptx: on the "
@@ -183,7 +185,6 @@ def export(fmt: str, scene, params, trace, opts: Options, base_url: str = "",
 def _make(p: Plan, scene, params, trace, opts: Options, base_url: str,
           progress: Progress | None) -> bytes:
     title = f"Shardscope · {scene.title}"
-    svgs = frame_svgs(scene, params, trace, p.frames, p.caption, progress)
     if p.fmt == "html":
         from app.export.html import html
         page = html(scene, params, trace, opts.frame or 0, base_url)
@@ -192,17 +193,18 @@ def _make(p: Plan, scene, params, trace, opts: Options, base_url: str,
         return page.encode("utf-8")
     if p.fmt == "pdf":
         from app.export.pdf import pdf
-        return pdf(svgs, title)
+        return pdf(frame_svgs(scene, params, trace, p.frames, p.caption, progress), title)
     from app.export import raster
+    # the SVGs first (a few ms each), then drawn side by side (raster.WORKERS)
+    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption and p.fmt != "pptx"))
     if p.fmt == "png":
-        return raster.png(next(svgs), p.width)
+        return raster.png(svgs[0], p.width)
     if p.fmt == "pptx":
         from app.export.pptx import pptx
-        pictures = []
-        for svg in frame_svgs(scene, params, trace, p.frames, False, progress):
-            pictures.append((raster.png(svg, p.width), raster.output_size(svg, p.width)))
+        sizes = [raster.output_size(svg, p.width) for svg in svgs]
+        pictures = list(zip(raster.pngs(svgs, p.width, progress), sizes))
         return pptx(pictures, captions(trace, p.frames), title, p.caption)
-    images = [raster.image(svg, p.width) for svg in svgs]
+    images = raster.images(svgs, p.width, progress)
     if p.fmt == "gif":
         from app.export.gif import gif
         return gif(images, opts.fps)

@@ -9,8 +9,9 @@ from PIL import Image
 
 def gif(images: list[Image.Image], fps: float) -> bytes:
     """``images`` (RGB, one a step) as a GIF that loops forever. Each frame gets its own
-    adaptive palette (the decks use a few dozen flat colours, so nothing visibly dithers)."""
-    frames = [im.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    palette from the fast octree (the decks use a few dozen flat colours plus antialiased
+    edges; a tenth of median cut's time), undithered so flat fills stay flat."""
+    frames = [im.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
               for im in images]
     out = io.BytesIO()
     frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:], loop=0,

@@ -191,7 +191,7 @@ BAD = [
     ("pipeline.gif?stages=0", "stages", "from 1 to 64"),
     ("pipeline.pdf?schedule=nope", "schedule", ""),
     # the bounds: too many frames, too many pixels
-    ("pipeline.pdf?schedule=1f1b&stages=16&microbatches=64", "last", "at most 120 frames"),
+    ("pipeline.pdf?schedule=1f1b&stages=16&microbatches=64", "last", "at most 60 frames"),
     ("pipeline.gif?schedule=zbv&stages=4&width=3840", "width", "Mpx"),
 ]
 
