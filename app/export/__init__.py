@@ -191,12 +191,12 @@ def _make(p: Plan, scene, params, trace, opts: Options, base_url: str,
         if progress is not None:
             progress(1, 1)
         return page.encode("utf-8")
+    # the SVGs first (a few ms each), then drawn side by side (app/export/pool.py)
+    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption and p.fmt != "pptx"))
     if p.fmt == "pdf":
         from app.export.pdf import pdf
-        return pdf(frame_svgs(scene, params, trace, p.frames, p.caption, progress), title)
+        return pdf(svgs, title, progress)
     from app.export import raster
-    # the SVGs first (a few ms each), then drawn side by side (raster.WORKERS)
-    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption and p.fmt != "pptx"))
     if p.fmt == "png":
         return raster.png(svgs[0], p.width)
     if p.fmt == "pptx":

@@ -6,17 +6,24 @@ figure, unless ``caption=0``."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 import cairosvg
 from pypdf import PdfReader, PdfWriter
 
+from app.export.pool import ordered
 
-def pdf(svgs: Iterable[str], title: str) -> bytes:
+
+def page(svg: str) -> bytes:
+    """One frame as a one-page vector PDF."""
+    return cairosvg.svg2pdf(bytestring=svg.encode("utf-8"))
+
+
+def pdf(svgs: Sequence[str], title: str, progress=None) -> bytes:
+    """The frames' pages (drawn side by side, app/export/pool.py) joined in order."""
     writer = PdfWriter()
-    for svg in svgs:
-        page = cairosvg.svg2pdf(bytestring=svg.encode("utf-8"))
-        writer.append(PdfReader(io.BytesIO(page)))
+    for body in ordered(page, svgs, progress=progress):
+        writer.append(PdfReader(io.BytesIO(body)))
     writer.add_metadata({"/Title": title, "/Creator": "Shardscope"})
     out = io.BytesIO()
     writer.write(out)

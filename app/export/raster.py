@@ -7,16 +7,13 @@ all have glyphs."""
 from __future__ import annotations
 
 import io
-import multiprocessing
-import os
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 
 import resvg_py
 from PIL import Image
 
 from app.export.frames import svg_size
+from app.export.pool import ordered
 
 FONT = "DejaVu Sans"
 
@@ -40,35 +37,10 @@ def output_size(svg: str, width: int) -> tuple[int, int]:
     return width, max(1, round(width * h / w))
 
 
-WORKERS = int(os.environ.get("SHARDSCOPE_EXPORT_WORKERS", min(4, os.cpu_count() or 1)))
-"""Processes that draw an animation's frames side by side (resvg holds the GIL while it draws,
-about 0.15 s of CPU a 960 px frame): an export of 30 frames then takes a share of each core
-rather than 5 s of one. 1 draws in the calling thread."""
-
-_pool: ProcessPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ProcessPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            # spawn: the server has threads, which a forked child must not inherit mid-lock
-            _pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
-        return _pool
-
 
 def pngs(svgs: list[str], width: int, progress=None) -> Iterator[bytes]:
-    """Each SVG drawn ``width`` pixels wide, in order; ``progress(done, total)`` after each."""
-    total = len(svgs)
-    if WORKERS < 2 or total < 3:
-        results: Iterator[bytes] = (png(svg, width) for svg in svgs)
-    else:
-        results = _executor().map(png, svgs, [width] * total)
-    for done, body in enumerate(results, 1):
-        if progress is not None:
-            progress(done, total)
-        yield body
+    """Each SVG drawn ``width`` pixels wide, in order, side by side (app/export/pool.py)."""
+    return ordered(png, svgs, width, progress=progress)
 
 
 def images(svgs: list[str], width: int, progress=None) -> list[Image.Image]:
