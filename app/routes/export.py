@@ -7,7 +7,7 @@ unknown scene or extension is a 404. Exports run in the thread pool and are cach
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
 from app.export import FORMATS, OPTION_HELP, export, filename, parse_options
@@ -21,23 +21,23 @@ EXPORT_CACHE = "private, max-age=600"
 
 def export_router(scenes) -> APIRouter:
     router = APIRouter(tags=["Exports"])
-    by_slug = {scene.slug: scene for scene in scenes}
     options = [{"name": name, "in": "query", "required": False, "description": text,
                 "schema": {"type": "string"}} for name, text in OPTION_HELP.items()]
-    formats = {"name": "ext", "in": "path", "required": True,
-               "schema": {"type": "string", "enum": list(FORMATS)},
-               "description": "the format: " + ", ".join(FORMATS)}
-
     for scene in scenes:
-        extra = {"parameters": [formats, *query_parameters(scene.params), *options]}
-
-        @router.get(f"/export/{scene.slug}.{{ext}}", openapi_extra=extra,
-                    responses={**problem_response(), "404": {"description": "unknown format"}},
-                    summary=f"{scene.title}: GIF, MP4, PDF, PPTX, offline HTML or PNG")
-        def export_scene(request: Request, ext: str, slug: str = scene.slug):
-            return answer(request, by_slug[slug], ext)
-
+        extra = {"parameters": [*query_parameters(scene.params), *options]}
+        router.add_api_route(
+            f"/export/{scene.slug}.{{ext}}", handler(scene), methods=["GET"],
+            openapi_extra=extra, response_class=Response,
+            responses={**problem_response(), "404": {"description": "unknown format"}},
+            summary=f"{scene.title}: GIF, MP4, PDF, PPTX, offline HTML or PNG")
     return router
+
+
+def handler(scene):
+    def export_scene(request: Request,
+                     ext: str = Path(description="the format: " + ", ".join(FORMATS))):
+        return answer(request, scene, ext)
+    return export_scene
 
 
 def answer(request: Request, scene, ext: str) -> Response:
