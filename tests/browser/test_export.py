@@ -60,3 +60,17 @@ def test_offline_html_plays_without_network(browser, client, tmp_path):
         context.close()
     assert not requested, f"the offline file asked for {requested}"
     assert not errors, f"console errors: {errors}"
+
+
+def test_export_menu_follows_the_frame(page):
+    page.goto(f"{page.base}/pipeline?{QUERY}")
+    page.click('[data-act="next"]')
+    page.click('[data-act="next"]')
+    page.click(".export-menu > summary")
+    link = page.locator("[data-export-frame]").first
+    assert link.is_visible()
+    href = link.get_attribute("href")
+    assert href.startswith("/export/pipeline.png?") and href.endswith("&frame=2")
+    with page.expect_download() as info:
+        page.locator(".export-list a", has_text="PDF").click()
+    assert info.value.suggested_filename == "shardscope-pipeline.pdf"
