@@ -4,7 +4,9 @@ even dimensions, the moov atom first (``+faststart``). The encoder is the ffmpeg
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterable
 import tempfile
 
 import imageio_ffmpeg
@@ -15,9 +17,12 @@ def even_size(width: int, height: int) -> tuple[int, int]:
     return width + width % 2, height + height % 2
 
 
-def mp4(images: list[Image.Image], fps: float) -> bytes:
-    """``images`` (RGB, one a step, same size) as one video frame each at ``fps``."""
-    width, height = even_size(*images[0].size)
+def mp4(images: Iterable[Image.Image], fps: float) -> bytes:
+    """``images`` (RGB, one a step, same size) as one video frame each at ``fps``, each sent
+    to ffmpeg as it arrives."""
+    images = iter(images)
+    first = next(images)
+    width, height = even_size(*first.size)
     fd, path = tempfile.mkstemp(suffix=".mp4")
     os.close(fd)
     try:
@@ -27,7 +32,7 @@ def mp4(images: list[Image.Image], fps: float) -> bytes:
             output_params=["-preset", "veryfast", "-crf", "20", "-tune", "stillimage",
                            "-movflags", "+faststart", "-profile:v", "high", "-level", "4.1"])
         writer.send(None)
-        for im in images:
+        for im in itertools.chain([first], images):
             if im.size != (width, height):
                 canvas = Image.new("RGB", (width, height), "white")
                 canvas.paste(im, (0, 0))

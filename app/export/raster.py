@@ -43,6 +43,7 @@ def pngs(svgs: list[str], width: int, progress=None) -> Iterator[bytes]:
     return ordered(png, svgs, width, progress=progress)
 
 
-def images(svgs: list[str], width: int, progress=None) -> list[Image.Image]:
-    return [Image.open(io.BytesIO(body)).convert("RGB")
-            for body in pngs(svgs, width, progress)]
+def images(svgs: list[str], width: int, progress=None) -> Iterator[Image.Image]:
+    """Each SVG as an RGB image, one at a time (so a long GIF or MP4 holds one RGB frame)."""
+    for body in pngs(svgs, width, progress):
+        yield Image.open(io.BytesIO(body)).convert("RGB")
