@@ -50,7 +50,7 @@ def without_caption(svg: str) -> str:
     height and viewBox leaves the caption outside the picture."""
     root = _ROOT.search(svg)
     tag = root.group(0)
-    width, height = svg_size(svg)
+    _, height = svg_size(svg)
     cut = max(1.0, height - CAPTION_HEIGHT)
     new = _VIEWBOX.sub(lambda m: f'viewBox="0 0 {m.group(1)} {_num(cut)}"', tag, count=1)
     new = _HEIGHT.sub(f'height="{_num(cut)}"', new, count=1)

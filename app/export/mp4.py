@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable
 import tempfile
+from collections.abc import Iterable
 
 import imageio_ffmpeg
 from PIL import Image

@@ -228,6 +228,7 @@ def test_every_page_has_the_export_menu(client):
 
 def test_cli_export_writes_the_same_file(client, tmp_path, capsys):
     from pypdf import PdfReader
+
     from app.cli import main
     out = tmp_path / "p.pdf"
     assert main(["export", "pipeline", "--schedule", "1f1b", "--stages", "2",
