@@ -15,6 +15,7 @@ and ``shardscope export``. Every format is made from the frames' standalone SVGs
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -177,9 +178,17 @@ def export(fmt: str, scene, params, trace, opts: Options, base_url: str = "",
            opts.frame if fmt == "html" else None, base_url if fmt == "html" else "")
     body = EXPORTS.get(key)
     if body is None:
-        body = _make(p, scene, params, trace, opts, base_url, progress)
-        EXPORTS.put(key, body)
+        with _AT_ONCE:
+            body = EXPORTS.get(key)  # made by the request this one waited behind
+            if body is None:
+                body = _make(p, scene, params, trace, opts, base_url, progress)
+                EXPORTS.put(key, body)
     return body
+
+
+_AT_ONCE = threading.BoundedSemaphore(2)
+"""Exports made at once: each already draws on every core (app/export/pool.py), so more would
+only slow each other and the pages served meanwhile; later ones wait their turn."""
 
 
 def _make(p: Plan, scene, params, trace, opts: Options, base_url: str,
