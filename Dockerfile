@@ -4,7 +4,7 @@
 FROM python:3.11-slim
 ARG EXTRAS=""
 RUN apt-get update \
- && apt-get install -y --no-install-recommends make nodejs npm \
+ && apt-get install -y --no-install-recommends make nodejs npm fonts-dejavu-core libcairo2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /srv/shardscope
 COPY . .

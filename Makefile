@@ -9,12 +9,12 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench setup setup-test browser clean
+.PHONY: run test bench setup setup-test browser export-deps clean
 
 run: setup
 	HOST=$(HOST) PORT=$(PORT) $(VENV)/bin/shardscope serve
 
-setup: $(VENV)/.installed-app static/vendor/htmx.min.js static/vendor/swagger-ui/swagger-ui-bundle.js
+setup: export-deps $(VENV)/.installed-app static/vendor/htmx.min.js static/vendor/swagger-ui/swagger-ui-bundle.js
 
 setup-test: setup $(VENV)/.installed-test browser
 
@@ -60,6 +60,17 @@ browser:
 	    $(SUDO) apt-get install -y chromium fonts-dejavu-core || \
 	    ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium fonts-dejavu-core); \
 	  else echo "No /usr/bin/chromium: browser tests will use 'playwright install chromium'."; fi; \
+	fi
+
+# Exports (app/export/) set text in DejaVu Sans, the first font of every deck's font stack, so
+# exported pixels look like the page and −, ×, ≤, Greek letters and subscripts have glyphs;
+# CairoSVG (SVG → vector PDF) needs Debian's libcairo2.
+export-deps:
+	@if [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || ! (ldconfig -p 2>/dev/null | grep -q 'libcairo.so.2 '); then \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    $(SUDO) apt-get install -y fonts-dejavu-core libcairo2 || \
+	    ($(SUDO) apt-get update && $(SUDO) apt-get install -y fonts-dejavu-core libcairo2); \
+	  else echo "Exports need the DejaVu Sans font and libcairo2: install them with your package manager."; fi; \
 	fi
 
 clean:

@@ -10,8 +10,9 @@ stored: ``len`` for text, :func:`approx_bytes` for objects):
     DECKS   deck geometry and the markup of its frames, by (function, args)   64 MiB
     PAGES   rendered pages and stage fragments, by scene, params, frame, …    64 MiB
     JSON    /api answers, by (scene, params)                                  96 MiB
+    EXPORTS /export files (GIF, MP4, PDF, PPTX, HTML, PNG), by scene, params, options 32 MiB
 
-352 MiB in all, so that a server that has answered many heavy states stays under 600 MB
+384 MiB in all, so that a server that has answered many heavy states stays under 600 MB
 resident (tests/api/test_memory_bound.py starts one and measures): the rest is the
 interpreter and its libraries (~75 MB), the arrays of the request in flight, and the heap's
 own slack (see :func:`release_freed_memory`). One entry larger than a
@@ -127,7 +128,8 @@ TRACES = ByteCache("traces", 128 * MiB, approx_bytes)
 DECKS = ByteCache("decks", 64 * MiB, approx_bytes)
 PAGES = ByteCache("pages", 64 * MiB)
 JSON = ByteCache("json", 96 * MiB)
-LAYERS = (TRACES, DECKS, PAGES, JSON)
+EXPORTS = ByteCache("exports", 32 * MiB)
+LAYERS = (TRACES, DECKS, PAGES, JSON, EXPORTS)
 
 HEAVY_S = 0.05
 """A computation longer than this is followed by :func:`release_freed_memory` (a trim takes

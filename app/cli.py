@@ -3,6 +3,8 @@
     shardscope serve [--host H] [--port P]
     shardscope api pipeline --schedule zbv --stages 4          the trace as JSON on stdout
     shardscope svg pipeline --schedule zbv --frame 3 -o f.svg  one step as an SVG file
+    shardscope export pipeline --schedule zbv --stages 4 --format pdf -o zbv.pdf
+                                                           GIF, MP4, PDF, PPTX, HTML or PNG
     shardscope api pipeline --help                             every parameter with its range
 
 The options of each scene are its params model's fields (``--t-f`` or ``--t_f`` for ``t_f``),
@@ -40,6 +42,59 @@ def _scene_parsers(sub, command: str, help_text: str, scenes) -> None:
         if command == "svg":
             p.add_argument("--frame", type=int, default=0, help="the step to draw (default 0)")
             p.add_argument("-o", "--output", default="-", help="file to write (default stdout)")
+        if command == "export":
+            _export_options(p, scene)
+
+
+def _export_options(p: argparse.ArgumentParser, scene) -> None:
+    """The options of GET /export/<scene>.<ext> (app/export/), validated as its query is. The
+    file's format is ``--format`` (``--export-format`` too, and the only spelling where the
+    scene has a ``format`` field of its own, as precision has), else the extension of ``-o``."""
+    from app.export import FORMATS, OPTION_HELP
+    flags = ["--export-format"] + ([] if "format" in scene.params.model_fields else ["--format"])
+    p.add_argument(*flags, dest="export_format_", choices=list(FORMATS), default=None,
+                   help="the file's format (default: the extension of -o)")
+    p.add_argument("-o", "--output", default=None,
+                   help="file to write (default shardscope-<scene>.<format>; - for stdout)")
+    for name, text in OPTION_HELP.items():
+        p.add_argument(f"--{name}", dest=f"export_{name}", metavar="V", default=None,
+                       help=text.replace("%", "%%"))
+
+
+def _export(scene, params, args: argparse.Namespace) -> int:
+    from app.export import FORMATS, export, filename, parse_options
+    from app.scene import trace_of
+    fmt = args.export_format_ or (args.output or "").rpartition(".")[2]
+    if fmt not in FORMATS:
+        print(f"shardscope: --format must be one of {', '.join(FORMATS)} (or -o with one of "
+              f"those extensions)", file=sys.stderr)
+        return 2
+    args.format = fmt
+    query = {k[len("export_"):]: v for k, v in vars(args).items()
+             if k.startswith("export_") and not k.endswith("_") and v is not None}
+    opts = parse_options(query)
+    trace = trace_of(scene, params)
+    started = [False]
+
+    def progress(done: int, total: int) -> None:
+        if total < 2 or not sys.stderr.isatty() and done < total:
+            return
+        started[0] = True
+        bar = "#" * (30 * done // total)
+        print(f"\r{args.format} [{bar:<30}] {done}/{total} frames", end="", file=sys.stderr,
+              flush=True)
+
+    body = export(args.format, scene, params, trace, opts, progress=progress)
+    if started[0]:
+        print(file=sys.stderr)
+    output = args.output or filename(args.format, scene, opts)
+    if output == "-":
+        sys.stdout.buffer.write(body)
+    else:
+        with open(output, "wb") as f:
+            f.write(body)
+        print(f"wrote {output} ({len(body):,} bytes)", file=sys.stderr)
+    return 0
 
 
 def _params(scene, args: argparse.Namespace):
@@ -63,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     _scene_options(plan, next(s for s in SCENES if s.slug == "planner"))
     plan.add_argument("--json", action="store_true", help="print the /api/planner JSON")
     plan.add_argument("--top", type=int, default=10, help="rows of the table")
+    _scene_parsers(sub, "export", "write a scene as GIF, MP4, PDF, PPTX, HTML or PNG "
+                                  "(as GET /export/<scene>.<format>)", SCENES)
     args = parser.parse_args(argv)
 
     if args.command == "plan":
@@ -83,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "api":
             sys.stdout.buffer.write(json_of(scene, params) + b"\n")
             return 0
+        if args.command == "export":
+            return _export(scene, params, args)
         trace = trace_of(scene, params)
         frames = scene.frame_count(trace)
         if not 0 <= args.frame < frames:

@@ -14,6 +14,7 @@
 4. A 4-rank verification job, from POST to result.
 5. The five heaviest states of every scene (bench/heaviest.py: a bounded search over each params
    model's extremes), their page, /api and /svg, time and size.
+6. Exports of a 30-frame scene: GIF, PDF, PPTX, HTML (< 5 s) and MP4 (< 10 s), uncached.
 
 Results go to bench/results/latest.json and between the bench markers of README.md.
 """
@@ -30,8 +31,7 @@ import urllib.request
 from datetime import datetime, timezone
 
 from app.main import SCENES
-from bench import browser
-from bench import heaviest
+from bench import browser, exports, heaviest
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -109,6 +109,7 @@ def run(quick: bool) -> dict:
         results["browser"] = browser.measure(app_url, [s for s in SCENES if s.key_slider],
                                              moves=30 if quick else 60)
         results["verify"] = verify_cold_warm(app_url)
+        results["exports"] = exports.measure(app_url)
     # the five heaviest states of each scene a bounded search finds (bench/heaviest.py)
     results["heaviest_states"] = heaviest.heaviest(SCENES)
     return results
@@ -170,6 +171,7 @@ def table(r: dict) -> str:
         rows.append(f"| the same job once the server is warm (the rank pool refilled), POST to "
                     f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
+    rows.extend(exports.rows(r.get("exports", {}), mark))
     m = r["machine"]
     rows += heaviest.rows(r.get("heaviest_states", {}))
     rows.append("")

@@ -1,0 +1,226 @@
+"""Exports for slide tools (issue 14, DESIGN.md "Exports"): ``GET /export/<scene>.<ext>?<query>``
+and ``shardscope export``. Every format is made from the frames' standalone SVGs
+(:mod:`app.export.frames`), one module a format:
+
+    png   raster.py   the current ``frame``, ``width`` pixels wide (× ``scale``, 2 for retina)
+    gif   gif.py      the animation, one frame a step at ``fps``, loops; ``width``; ``caption``
+    mp4   mp4.py      the same as H.264 (yuv420p, even size) for PowerPoint, Keynote, Slides
+    pdf   pdf.py      one vector page a frame (CairoSVG + pypdf); ``caption``
+    pptx  pptx.py     one 16:9 slide a frame, caption in the notes (and on the slide: ``caption=1``)
+    html  html.py     one offline file: the embed page with its player inlined
+
+``first`` and ``last`` choose a range of frames. The work one query may ask for is bounded
+(:data:`MAX_FRAMES`, :data:`MAX_PIXELS`): beyond it the answer is a 422 naming the reason.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.caches import EXPORTS
+from app.export.frames import Progress, captions, frame_svg, frame_svgs, svg_size
+from app.params import ParamsError, Problem
+
+FORMATS = {
+    "png": "image/png",
+    "gif": "image/gif",
+    "mp4": "video/mp4",
+    "pdf": "application/pdf",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "html": "text/html; charset=utf-8",
+}
+
+DEFAULT_WIDTH = {"png": 0, "gif": 960, "mp4": 1280, "pptx": 1280}
+"""Pixel width of each raster format (0: the SVG's own width)."""
+
+MAX_FRAMES = {"gif": 120, "mp4": 120, "pptx": 120, "pdf": 60, "html": 2000, "png": 1}
+"""A PDF page costs CairoSVG about 0.1 s; the raster formats are bounded by their pixels."""
+MAX_PIXELS = 40_000_000
+"""Frames × output pixels a raster export may draw: resvg draws about 3 Mpx per second of CPU,
+so this is about 6 s of CPU, a few seconds on two cores (raster.WORKERS): 38 frames of
+1280 × 810, 70 of 960 × 608."""
+MIN_WIDTH, MAX_WIDTH = 160, 3840
+
+OPTION_HELP = {
+    "frame": "the step to export (png, and the step the html opens at); default 0",
+    "first": "first step to export (gif, mp4, pdf, pptx); default 0",
+    "last": "last step to export, inclusive (gif, mp4, pdf, pptx); default the last",
+    "width": f"pixel width, {MIN_WIDTH} to {MAX_WIDTH} (png: the SVG's; gif 960; mp4 1280; "
+             f"pptx pictures 1280)",
+    "scale": "1 or 2 (png: 2 doubles the width, for retina screens); default 1",
+    "fps": "steps per second, 0.1 to 30 (gif, mp4); default 1",
+    "caption": "1 or 0: caption under the figure (gif, mp4, pdf, png: default 1; pptx: on the "
+               "slide as well as in the notes, default 0)",
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    frame: int | None = None
+    first: int = 0
+    last: int | None = None
+    width: int | None = None
+    scale: int = 1
+    fps: float = 1.0
+    caption: bool | None = None
+
+
+def parse_options(query: Mapping[str, str]) -> Options:
+    """The export's own options from the query (the scene's params are parsed apart)."""
+    problems: list[Problem] = []
+    values: dict = {}
+
+    def integer(name: str, low: int, high: int | None = None):
+        raw = query.get(name)
+        if raw is None or raw == "":
+            return
+        try:
+            value = int(raw)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            bound = f"from {low} to {high}" if high is not None else f"of at least {low}"
+            problems.append(Problem(name, f"{name} must be an integer {bound} (got {raw!r})"))
+            return
+        values[name] = value
+
+    integer("frame", 0)
+    integer("first", 0)
+    integer("last", 0)
+    integer("width", MIN_WIDTH, MAX_WIDTH)
+    raw = query.get("scale")
+    if raw not in (None, ""):
+        if raw in ("1", "2"):
+            values["scale"] = int(raw)
+        else:
+            problems.append(Problem("scale", f"scale must be 1 or 2 (got {raw!r})"))
+    raw = query.get("fps")
+    if raw not in (None, ""):
+        try:
+            fps = float(raw)
+        except ValueError:
+            fps = float("nan")
+        if not 0.1 <= fps <= 30:
+            problems.append(Problem("fps", f"fps must be a number from 0.1 to 30 (got {raw!r})"))
+        else:
+            values["fps"] = fps
+    raw = query.get("caption")
+    if raw not in (None, ""):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            values["caption"] = True
+        elif raw.lower() in ("0", "false", "no", "off"):
+            values["caption"] = False
+        else:
+            problems.append(Problem("caption", f"caption must be 1 or 0 (got {raw!r})"))
+    if problems:
+        raise ParamsError(problems)
+    return Options(**values)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one export will draw, checked against the bounds."""
+    fmt: str
+    frames: range
+    width: int
+    caption: bool
+
+
+def plan(fmt: str, scene, params, trace, opts: Options) -> Plan:
+    total = scene.frame_count(trace)
+    last_frame = total - 1
+    problems = []
+    for name in ("frame", "first", "last"):
+        value = getattr(opts, name)
+        if value is not None and value > last_frame:
+            problems.append(Problem(name, f"{name} must be an integer from 0 to {last_frame} "
+                                          f"(got {value})"))
+    if problems:
+        raise ParamsError(problems)
+    if fmt == "png":
+        frames = range(opts.frame or 0, (opts.frame or 0) + 1)
+    elif fmt == "html":
+        frames = range(total)
+    else:
+        last = last_frame if opts.last is None else opts.last
+        if last < opts.first:
+            raise ParamsError([Problem("last", f"last ({last}) must not be before first "
+                                               f"({opts.first})")])
+        frames = range(opts.first, last + 1)
+    caption = opts.caption if opts.caption is not None else fmt != "pptx"
+    if len(frames) > MAX_FRAMES[fmt]:
+        raise ParamsError([Problem("last", f"a {fmt} export holds at most {MAX_FRAMES[fmt]} "
+                                           f"frames and this state has {len(frames)}: choose "
+                                           f"a range with first and last")])
+    width = 0
+    if fmt in DEFAULT_WIDTH:
+        w, h = svg_size(frame_svg(scene, params, trace, frames[0], caption))
+        width = opts.width or DEFAULT_WIDTH[fmt] or round(w)
+        if fmt == "png":
+            width *= opts.scale
+        height = round(width * h / w)
+        pixels = len(frames) * width * height
+        if pixels > MAX_PIXELS:
+            raise ParamsError([Problem("width", (
+                f"this {fmt} would draw {len(frames)} frames of {width} × {height} px "
+                f"({pixels / 1e6:.0f} Mpx); at most {MAX_PIXELS / 1e6:.0f} Mpx: lower width or "
+                f"choose fewer frames with first and last"))])
+    return Plan(fmt, frames, width, caption)
+
+
+def export(fmt: str, scene, params, trace, opts: Options, base_url: str = "",
+           progress: Progress | None = None) -> bytes:
+    """The export's bytes, kept in :data:`app.caches.EXPORTS` while recent."""
+    p = plan(fmt, scene, params, trace, opts)
+    key = (scene.slug, params, p, opts.fps if fmt in ("gif", "mp4") else None,
+           opts.frame if fmt == "html" else None, base_url if fmt == "html" else "")
+    body = EXPORTS.get(key)
+    if body is None:
+        with _AT_ONCE:
+            body = EXPORTS.get(key)  # made by the request this one waited behind
+            if body is None:
+                body = _make(p, scene, params, trace, opts, base_url, progress)
+                EXPORTS.put(key, body)
+    return body
+
+
+_AT_ONCE = threading.BoundedSemaphore(2)
+"""Exports made at once: each already draws on every core (app/export/pool.py), so more would
+only slow each other and the pages served meanwhile; later ones wait their turn."""
+
+
+def _make(p: Plan, scene, params, trace, opts: Options, base_url: str,
+          progress: Progress | None) -> bytes:
+    title = f"Shardscope · {scene.title}"
+    if p.fmt == "html":
+        from app.export.html import html
+        page = html(scene, params, trace, opts.frame or 0, base_url)
+        if progress is not None:
+            progress(1, 1)
+        return page.encode("utf-8")
+    # the SVGs first (a few ms each), then drawn side by side (app/export/pool.py)
+    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption and p.fmt != "pptx"))
+    if p.fmt == "pdf":
+        from app.export.pdf import pdf
+        return pdf(svgs, title, progress)
+    from app.export import raster
+    if p.fmt == "png":
+        return raster.png(svgs[0], p.width)
+    if p.fmt == "pptx":
+        from app.export.pptx import pptx
+        sizes = [raster.output_size(svg, p.width) for svg in svgs]
+        pictures = list(zip(raster.pngs(svgs, p.width, progress), sizes))
+        return pptx(pictures, captions(trace, p.frames), title, p.caption)
+    images = raster.images(svgs, p.width, progress)
+    if p.fmt == "gif":
+        from app.export.gif import gif
+        return gif(images, opts.fps)
+    from app.export.mp4 import mp4
+    return mp4(images, opts.fps)
+
+
+def filename(fmt: str, scene, opts: Options) -> str:
+    suffix = f"-frame{opts.frame or 0}" if fmt == "png" else ""
+    return f"shardscope-{scene.slug}{suffix}.{fmt}"

@@ -1,0 +1,22 @@
+// The Export menu (templates/_partials/export_menu.html): its single-step links (PNG, and the
+// step the offline HTML opens at) follow the player's current frame, as "Download SVG" does.
+(function () {
+  "use strict";
+  if (window.shardscopeExportMenu) return;  // the partial may be on a page more than once
+  window.shardscopeExportMenu = true;
+  document.addEventListener("player:frame", function (event) {
+    var root = event.target.closest ? event.target.closest("[data-player]") : null;
+    var scope = root || document;
+    scope.querySelectorAll("[data-export-frame]").forEach(function (link) {
+      var url = new URL(link.getAttribute("href"), window.location.href);
+      url.searchParams.set("frame", String(event.detail.frame));
+      link.setAttribute("href", url.pathname + url.search);
+    });
+  });
+  // a click outside an open menu closes it
+  document.addEventListener("click", function (event) {
+    document.querySelectorAll("[data-export-menu][open]").forEach(function (menu) {
+      if (!menu.contains(event.target)) menu.removeAttribute("open");
+    });
+  });
+})();
