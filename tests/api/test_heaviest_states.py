@@ -98,6 +98,14 @@ ADVERSARIAL: dict[str, list[str]] = {
                  "schedule=zb_h1&stages=64&microbatches=1024&t_f=999.7&t_b=0.3&t_w=0.7&t_comm=0.13",
                  "schedule=dualpipev&stages=64&microbatches=512&t_f=0.1&t_comm=0.3",
                  "schedule=interleaved_1f1b&stages=64&microbatches=128&chunks=8&t_f=0.1&t_comm=0.3"],
+    # the scenes that came after the search was last run
+    "planner": ["preset=llama3-405b&gpus=16384&global_batch=2048&seq=8192",
+                "preset=deepseek-v3&gpus=16384&global_batch=16384",
+                "preset=gpt2&gpus=16384&global_batch=16384&seq=1024"],
+    "context-parallel": ["method=ring&cp=64&seq=256&heads=16&kv_heads=16&head_dim=16"
+                         "&balance=zigzag",
+                         "method=hybrid&cp=64&ulysses=8&seq=256&heads=16&kv_heads=16&head_dim=16",
+                         "method=ulysses&cp=16&seq=256&heads=16&kv_heads=16&head_dim=16"],
     "collective": ["op=all_reduce&algorithm=ring&world=64&count=128&seed=7",
                    "op=all_to_all&algorithm=ring&world=64&count=128&seed=7",
                    "op=reduce_scatter&algorithm=ring&world=64&count=128"],
@@ -108,7 +116,7 @@ CASES = [(slug, query) for table in (FOUND, ADVERSARIAL) for slug, queries in ta
 
 
 def test_every_scene_has_found_states():
-    assert {s.slug for s in SCENES} - {"context-parallel"} <= set(FOUND)
+    assert {s.slug for s in SCENES} <= set(FOUND) | set(ADVERSARIAL)
 
 
 @pytest.mark.parametrize("slug,query", CASES, ids=[f"{s}?{q}" for s, q in CASES])

@@ -33,7 +33,8 @@ def heavy_urls() -> list[str]:
         op = ("all_to_all", "all_reduce", "all_gather")[i % 3]
         algorithm = "direct" if op == "all_to_all" else "ring"
         world = 64 - i
-        urls.append(f"/collective?op={op}&algorithm={algorithm}&world={world}&count={4 * world}")
+        count = 2 * world if op == "all_to_all" else world   # the largest counts accepted
+        urls.append(f"/collective?op={op}&algorithm={algorithm}&world={world}&count={count}")
     return urls
 
 
