@@ -43,6 +43,25 @@ class Bucket:
     limit_bytes: int
 
 
+def cap_mb_of(bucket_mb: float, explicit_cap: bool) -> float | None:
+    """DDP's ``bucket_cap_mb`` for the scene's bucket size: None (left unset — ``DDP(model)``
+    as is, a 1 MiB first bucket then 25 MiB) at 25 MiB unless ``explicit_cap`` says it is
+    passed; any other size is passed, and then every bucket, the first too, is up to it."""
+    return None if bucket_mb == DEFAULT_CAP_MB and not explicit_cap else bucket_mb
+
+
+def cap_mb(p) -> float | None:
+    """A scene's params' ``bucket_cap_mb`` (:func:`cap_mb_of`)."""
+    return cap_mb_of(p.bucket_mb, getattr(p, "explicit_cap", False))
+
+
+def describe(bucket_cap_mb: float | None) -> str:
+    """Which buckets are drawn, in words."""
+    if bucket_cap_mb is None:
+        return ("DDP's default (bucket_cap_mb unset): a first bucket of 1 MiB, then 25 MiB")
+    return f"bucket_cap_mb={bucket_cap_mb:g}: every bucket, the first too, up to {bucket_cap_mb:g} MiB"
+
+
 def cap_bytes(bucket_mb: float) -> int:
     """``int(bucket_cap_mb · 2²⁰)``, as DDP converts it."""
     return int(bucket_mb * MIB)
