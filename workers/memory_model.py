@@ -62,8 +62,14 @@ class Attention(nn.Module):
         s, b = q.shape[0], q.shape[1]
         group = self.heads // self.kv
         q = q.reshape(s, b, self.kv, group, self.d).permute(1, 2, 3, 0, 4)
-        q = q.reshape(b, self.kv, group * s, self.d)                     # (b, kv, g·s, d)
-        k, v = k.permute(1, 2, 0, 3), v.permute(1, 2, 0, 3)             # (b, kv, s, d)
+        # Q, K and V are copied into tensors of their own, so the products keep each exactly
+        # once. Without the copies, how much is kept would depend on the head counts: with one
+        # key/value head per rank K and V are views of the fused QKV output, and the product
+        # then keeps that whole output (Q included) beside its own copy of Q — 2sbh/t bytes
+        # more than Korthikanti's count (issue 12 item 13: GPT-2 with GQA at t = 2).
+        q = q.reshape(b, self.kv, group * s, self.d).contiguous()        # (b, kv, g·s, d)
+        k = k.permute(1, 2, 0, 3).contiguous()                           # (b, kv, s, d)
+        v = v.permute(1, 2, 0, 3).contiguous()
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d))  # (b, kv, g·s, s)
         scores = scores.masked_fill(self.causal[:group * s, :s], float("-inf"))
         probs = dropout(F.softmax(scores, dim=-1), DROPOUT if self.gpt else 0.0, self.training)

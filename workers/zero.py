@@ -31,6 +31,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import zero_replay as hand
+from app.sim.data_parallel.buckets import cap_mb_of
 from app.sim.data_parallel.params import DataParallelParams
 from app.sim.data_parallel.training import ALGORITHMS
 from app.sim.tiny_mlp import BETA1, BETA2, EPS, LR, TinyMLP, batch, init_params
@@ -90,7 +91,8 @@ def hand_written(algorithm, model, flat0, args, rank, world):
     DDP's buckets per step)."""
     sent, losses, buckets = [], [], []
     if algorithm == "ddp":
-        net = DDP(hand.module(model, flat0), bucket_cap_mb=args.bucket_mb)
+        cap = cap_mb_of(args.bucket_mb, args.explicit_cap)   # None: left unset, as DDP(model)
+        net = DDP(hand.module(model, flat0), bucket_cap_mb=cap)
         seen: list = []
 
         def ring_hook(_, bucket):
@@ -141,17 +143,17 @@ def hand_written(algorithm, model, flat0, args, rank, world):
 
 
 def scenario_buckets(spec: str) -> list[list[int]]:
-    """torch's own bucket assignment for a preset's tensors, in gradient-ready order."""
+    """torch's own bucket assignment for a preset's tensors, in the gradient-ready order a real
+    backward of a model laid out like it gives (workers/ddp_order.py). MIB empty: DDP() with
+    bucket_cap_mb unset (a first bucket of _DEFAULT_FIRST_BUCKET_BYTES, then 25 MiB)."""
+    from ddp_order import bucket_assignment
+    from torch.nn.parallel.distributed import _DEFAULT_BUCKET_CAP_MB
+
     from app.sim.models import PRESETS
     preset, element_bytes, mib = spec.split(",")
-    dtype = {1: torch.float8_e4m3fn, 2: torch.bfloat16, 4: torch.float32}[int(element_bytes)]
-    sizes = [n for _, n in PRESETS[preset].parameters()]
-    order = list(range(len(sizes) - 1, -1, -1))
-    tensors = [torch.empty(sizes[t], dtype=dtype, device="meta") for t in order]
-    cap = int(float(mib) * 1024 * 1024)
-    groups, _ = dist._compute_bucket_assignment_by_size(tensors, [cap], [False] * len(sizes),
-                                                        list(range(len(sizes))))
-    return [[order[i] for i in group] for group in groups]
+    cap = int(float(mib or _DEFAULT_BUCKET_CAP_MB) * 1024 * 1024)
+    limits = [cap] if mib else [dist._DEFAULT_FIRST_BUCKET_BYTES, cap]
+    return bucket_assignment(PRESETS[preset], int(element_bytes), limits)
 
 
 def parser():
@@ -161,7 +163,7 @@ def parser():
     out = arguments(__doc__.splitlines()[0])
     out.add_argument("--algorithm", choices=ALGORITHMS, required=True)
     add_fields(out, ZeroParams, ["steps", "seed", "mlp_layers", "mlp_width", "micro_batch"])
-    add_fields(out, DataParallelParams, ["bucket_mb"])
+    add_fields(out, DataParallelParams, ["bucket_mb", "explicit_cap"])
     out.add_argument("--scenario-buckets", default="", help="PRESET,BYTES,MIB")
     return out
 

@@ -106,3 +106,19 @@ def test_verify_is_accepted_and_refuses_bad_input(client, monkeypatch):
     r = client.post("/api/verify/precision?value=70000&format=fp16")
     assert r.status_code == 422 and r.json()["detail"][0]["param"] == "value"
     assert client.post("/api/verify/precision?steps=0").json()["detail"][0]["param"] == "steps"
+
+
+def test_the_nearest_value_with_torchs_double_rounding_beside_it(client):
+    """Issue 12 item 12: 1.00390625001 is nearest BF16 1.0078125; torch (through FP32) gives 1.
+    Values whose nearest is finite are accepted although torch's two roundings overflow."""
+    page = client.get("/precision?value=1.00390625001&format=bf16").text
+    assert "torch: 1 (rounds through FP32: twice)" in page
+    bf16 = next(f for f in client.get("/api/precision?value=1.00390625001").json()["formats"]
+                if f["key"] == "bf16")
+    assert bf16["rounded"] == 1.0078125 and bf16["via_fp32"] == {
+        "rounded": 1.0, "kind": "normal", "differs": True}
+    for value, key in (("3.396177516553954e38", "bf16"), ("61439.9999961853", "fp8_e5m2")):
+        response = client.get(f"/api/precision?value={value}&format={key}")
+        assert response.status_code == 200
+        f = next(f for f in response.json()["formats"] if f["key"] == key)
+        assert f["kind"] == "normal" and f["via_fp32"]["kind"] == "overflow"

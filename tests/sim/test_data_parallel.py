@@ -182,3 +182,31 @@ def test_torchrun_ranks(dp, gpn, nodes, per_node):
     for entry in info["ranks"]:
         assert entry["rank"] == entry["node"] * per_node + entry["local_rank"]
     assert info["uneven"] == (dp % per_node != 0)
+
+
+def test_plain_ddp_default_is_drawn_and_named():
+    """Issue 12 item 11: DDP(model) leaves bucket_cap_mb unset — a first bucket of 1 MiB
+    (torch's _DEFAULT_FIRST_BUCKET_BYTES), then 25 MiB; passing 25 makes the first 25 MiB too.
+    The scene's default is the former, and its caption says which one is drawn."""
+    from app.sim.data_parallel.params import DataParallelParams
+    from app.sim.data_parallel.simulate import simulate
+    default, explicit = simulate(DataParallelParams()), simulate(
+        DataParallelParams(explicit_cap=True))
+    assert [b.limit_bytes for b in default.timeline.buckets[:2]] == [2 ** 20, 25 * 2 ** 20]
+    assert {b.limit_bytes for b in explicit.timeline.buckets} == {25 * 2 ** 20}
+    assert "a first bucket of 1 MiB, then 25 MiB" in default.frames[0].caption
+    assert "bucket_cap_mb=25: every bucket" in explicit.frames[0].caption
+    other = simulate(DataParallelParams(bucket_mb=4))      # any other size is passed
+    assert {b.limit_bytes for b in other.timeline.buckets} == {4 * 2 ** 20}
+
+
+def test_layer_norm_weight_before_bias():
+    """torch's gradient-ready order (measured in tests/workers/test_ddp_buckets.py): GPT-2's
+    final LayerNorm gives ln_f.weight (146) before ln_f.bias (147), then h.11.mlp.proj's bias
+    (145) before its weight (144)."""
+    from app.sim.data_parallel.params import DataParallelParams
+    from app.sim.data_parallel.simulate import simulate
+    t = simulate(DataParallelParams(preset="gpt2", bucket_mb=25, dp=4))
+    assert t.timeline.buckets[0].tensors[:4] == (146, 147, 145, 144)
+    tiny = simulate(DataParallelParams(preset="gpt2", bucket_mb=0.001, dp=4)).timeline.buckets
+    assert len(tiny) == 148 and [b.tensors[0] for b in tiny[:4]] == [146, 147, 145, 144]

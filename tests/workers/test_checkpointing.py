@@ -22,6 +22,9 @@ CASES = {
     "llama-selective-tp2-sp": ("preset=llama3-8b&recompute=selective&tp=8"
                                "&sequence_parallel=true&dp=1&micro_batch=1&grad_accum=2", 2,
                                "selective"),
+    # GPT-2 with grouped-query attention at t = 2: one key/value head per rank (issue 12 item
+    # 13: Q was kept twice, +2sbh/t a layer); 2 micro-batches of 2
+    "gpt-gqa-tp2": ("kv_heads=6&tp=2&recompute=none&dp=1&grad_accum=2", 2, "none"),
     # GPT-2's 12 layers in 2 segments → 4 layers, a checkpoint every 2; 2 ranks × 4 micro-batches
     "gpt-every-2-layers": ("recompute=full&recompute_layers=6&grad_accum=8&dp=8", 2,
                            "every 2 layers"),

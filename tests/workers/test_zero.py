@@ -39,12 +39,14 @@ def test_zero_stages_match_torch_and_the_predicted_bytes(stage, dp, width, tmp_p
 
 @pytest.mark.parametrize("query", [
     {"mode": "ddp", "dp": "2", "bucket_mb": "0.00003", "preset": "gpt2"},  # 31 bytes: one layer a bucket
+    {"mode": "ddp", "dp": "2"},      # DDP(model) as is: a first bucket of 1 MiB, then 25 MiB
+    {"mode": "ddp", "dp": "2", "preset": "llama3-8b", "bucket_mb": "1", "dtype": "bf16"},
     {"mode": "dp", "dp": "3"},
 ])
 def test_data_parallel_generations(query, tmp_path):
     verdict, report = run_scene(DATA_PARALLEL, query, tmp_path)
     assert verdict.passed, verdict.detail
-    if query["mode"] == "ddp":
+    if query.get("bucket_mb") == "0.00003":
         assert report["buckets"][0] == [[4, 2, 4, 2]]          # first step: one bucket
         assert report["buckets"][1] == [[2, 4], [2, 4]]        # rebuilt: bias before weight
         assert len(report["scenario_buckets"]) == 148

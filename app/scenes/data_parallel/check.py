@@ -48,8 +48,11 @@ def worker_argv(p) -> list[str]:
             "--mlp-layers", str(p.mlp_layers), "--mlp-width", str(p.mlp_width),
             "--micro-batch", str(p.micro_batch)]
     if p.mode == "ddp":
+        cap = p.bucket_cap_mb   # None: DDP(model) with bucket_cap_mb unset
         args += ["--bucket-mb", repr(p.bucket_mb), "--scenario-buckets",
-                 f"{p.preset},{BYTES_PER_ELEMENT[p.dtype]},{p.bucket_mb!r}"]
+                 f"{p.preset},{BYTES_PER_ELEMENT[p.dtype]},{'' if cap is None else repr(cap)}"]
+        if p.explicit_cap:
+            args += ["--explicit-cap"]
     return args
 
 

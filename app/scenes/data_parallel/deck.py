@@ -128,7 +128,9 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
 def deck_title(p, trace: DataParallelTrace) -> str:
     n = len(trace.timeline.buckets)
     return {"dp": f"DataParallel · {p.dp} GPUs · {p.preset}",
-            "ddp": f"DDP · {p.dp} ranks · {n} buckets of ≤ {p.bucket_mb:g} MiB · {p.preset}",
+            "ddp": f"DDP · {p.dp} ranks · {n} buckets of ≤ {p.bucket_mb:g} MiB"
+                   f"{' (the first ≤ 1 MiB: DDP default)' if p.bucket_cap_mb is None else ''}"
+                   f" · {p.preset}",
             "fsdp": f"FSDP · {p.dp} ranks · prefetch {'on' if p.prefetch else 'off'} · "
                     f"{p.preset}"}[p.mode]
 
@@ -288,7 +290,8 @@ def panels(trace: DataParallelTrace) -> dict:
             x_label="bucket size (bucket_cap_mb)", y_label="time", x_log=True, y_log=False,
             title=f"DDP step time against bucket size · {p.preset} on {p.dp} ranks",
             x_format=human_bytes, y_format=human_time_us, x_tick_base=4,
-            markers=([(p.bucket_mb * 2 ** 20, "this run = DDP's default")] if p.bucket_mb == 25
+            markers=([(p.bucket_mb * 2 ** 20, "this run = DDP's default")]
+                     if p.bucket_cap_mb is None
                      else [(p.bucket_mb * 2 ** 20, "this run"), (25 * 2 ** 20, "DDP's default")]),
             width=1100, height=380)
     return out

@@ -42,6 +42,9 @@ class DataParallelParams(SceneParams):
     bucket_mb: Annotated[BucketMb, Control(
         "Bucket size", help="DDP's bucket_cap_mb (default 25 MiB).", unit="MiB",
         kind="log2", bounds=(-2, 11), step=0.25)] = 25.0
+    # pass bucket_cap_mb=25 to DDP: then the first bucket is 25 MiB too (off: at 25 MiB,
+    # DDP(model) as is — bucket_cap_mb unset, a first bucket of 1 MiB, then 25 MiB)
+    explicit_cap: bool = False
     prefetch: bool = True                     # FSDP: gather the next layer while this one computes
     preset: ModelPreset = "gpt2"                 # the real model whose step is timed
     # sequences per GPU per step (samples, for the tiny model)
@@ -67,6 +70,12 @@ class DataParallelParams(SceneParams):
     mlp_layers: Annotated[MlpLayers, Control("Layers")] = 2
     # the tiny MLP: width
     mlp_width: Annotated[MlpWidth, Control("Width")] = 2
+
+    @property
+    def bucket_cap_mb(self) -> float | None:
+        """DDP's bucket_cap_mb: None where it is left unset (app.sim.data_parallel.buckets)."""
+        from app.sim.data_parallel.buckets import cap_mb_of
+        return cap_mb_of(self.bucket_mb, self.explicit_cap)
 
     @model_validator(mode="after")
     def _consistent(self) -> DataParallelParams:

@@ -108,7 +108,7 @@ def workload(p: DataParallelParams) -> step_timeline.Workload:
                                   BYTES_PER_ELEMENT[p.dtype])
 
 
-def tiny_buckets(model: TinyMLP, steps: int, bucket_mb: float):
+def tiny_buckets(model: TinyMLP, steps: int, bucket_mb: float | None):
     """DDP's buckets of the tiny model in each step (tensor indices, in bucket order)."""
     first = ddp_buckets.buckets(model.tensor_sizes(), TINY_ELEMENT_BYTES, bucket_mb, True)
     later = ddp_buckets.buckets(model.tensor_sizes(), TINY_ELEMENT_BYTES, bucket_mb)
@@ -119,19 +119,21 @@ def simulate(p: DataParallelParams) -> DataParallelTrace:
     w = workload(p)
     other = None
     if p.mode == "ddp":
-        timeline = step_timeline.ddp(w, p.bucket_mb)
-        sweep = tuple((mb, *step_timeline.ddp_summary(w, mb))
-                      for mb in sorted(set(SWEEP_MB) | {p.bucket_mb}))
+        timeline = step_timeline.ddp(w, ddp_buckets.cap_mb(p))
+        # each size passed as bucket_cap_mb, this run's as it is set (perhaps left unset)
+        sweep = tuple((mb, *step_timeline.ddp_summary(
+            w, ddp_buckets.cap_mb(p) if mb == p.bucket_mb else mb))
+            for mb in sorted(set(SWEEP_MB) | {p.bucket_mb}))
     elif p.mode == "fsdp":
         timeline = fsdp_timeline.fsdp(w, p.prefetch)
         other = fsdp_timeline.fsdp(w, not p.prefetch)
         sweep = ()
     else:
         timeline = step_timeline.data_parallel(w, drawn_gpus=8)
-        other = step_timeline.ddp(w, ddp_buckets.DEFAULT_CAP_MB)
+        other = step_timeline.ddp(w, None)   # DDP(model) as is
         sweep = ()
     model = TinyMLP(p.mlp_layers, p.mlp_width)
-    buckets = tiny_buckets(model, p.steps, p.bucket_mb)
+    buckets = tiny_buckets(model, p.steps, ddp_buckets.cap_mb(p))
     tiny = {mode: train(model, ALGORITHM[mode], p.dp, p.micro_batch, p.steps, p.seed,
                         buckets if mode == "ddp" else ()) for mode in MODES}
     moments = _moments(timeline)
@@ -169,8 +171,8 @@ def _caption(p, t: step_timeline.StepTimeline, moments, k: int) -> str:
             "ddp": f"DistributedDataParallel on {p.dp} ranks, one process each: every rank keeps "
                    f"its replica, runs forward and backward on its own {p.micro_batch} "
                    f"sequence{'s' if p.micro_batch > 1 else ''}, and all-reduces gradients in "
-                   f"{len(t.buckets)} bucket{'s' if len(t.buckets) != 1 else ''} of at most "
-                   f"{p.bucket_mb:g} MiB while backward is still running.",
+                   f"{len(t.buckets)} bucket{'s' if len(t.buckets) != 1 else ''} while "
+                   f"backward is still running — {ddp_buckets.describe(ddp_buckets.cap_mb(p))}.",
             "fsdp": f"FSDP (ZeRO-3) on {p.dp} ranks: each rank stores 1/{p.dp} of every layer; a "
                     f"layer is all-gathered just before it computes and freed after, its "
                     f"gradients reduce-scattered; prefetch {'on' if p.prefetch else 'off'}.",

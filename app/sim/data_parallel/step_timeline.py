@@ -57,6 +57,10 @@ class Workload:
     def tensors(self) -> tuple[tuple[str, int], ...]:
         return self.shape.parameters()
 
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.tensors)
+
     def flops_us(self, flops: float) -> float:
         return flops / (self.tflops * 1e6)          # 1 TFLOP/s = 10⁶ FLOP per µs
 
@@ -113,7 +117,7 @@ class Workload:
     def layer_runs(self) -> list[tuple[str, list[int]]]:
         """Tensors in gradient-ready order, grouped by layer."""
         return _consecutive_layers(self.tensors,
-                                   ddp_buckets.ready_order([n for _, n in self.tensors]))
+                                   ddp_buckets.ready_order(self.names))
 
     def optimizer_us(self, params: float) -> float:
         return ADAM_BYTES * params / (HBM_GBS * 1e3)
@@ -146,12 +150,12 @@ def measure(mode, spans, compute_lane, comm_lane, **extra) -> StepTimeline:
                         timeline.exposed_us(spans, comm_lane, compute_lane), **extra)
 
 
-def ddp(w: Workload, bucket_mb: float) -> StepTimeline:
+def ddp(w: Workload, bucket_mb: float | None) -> StepTimeline:
     """Compute never waits for communication in DDP, so each gradient's ready time is the
     forward plus the backward done before it; a bucket is released when its last gradient is
     ready (``earliest_us``) and the NCCL stream runs the released buckets in order."""
     sizes = tuple(n for _, n in w.tensors)
-    buckets = ddp_buckets.buckets(sizes, w.element_bytes, bucket_mb)
+    buckets = ddp_buckets.buckets(sizes, w.element_bytes, bucket_mb, names=w.names)
     backward, ready = w.backward_us(), w.ready
     tasks = [Task("forward", "compute", w.forward_us(), kind="forward",
                   detail=f"forward of {w.micro_batch} × {w.shape.seq} tokens")]
@@ -173,14 +177,14 @@ def ddp(w: Workload, bucket_mb: float) -> StepTimeline:
     return measure("ddp", spans, "compute", "comm", buckets=buckets, ready_us=tuple(ready))
 
 
-def ddp_summary(w: Workload, bucket_mb: float) -> tuple[float, float]:
+def ddp_summary(w: Workload, bucket_mb: float | None) -> tuple[float, float]:
     """(step µs, exposed communication µs) of :func:`ddp`, without drawing the timeline: the
     buckets' all-reduces run in order, each from max(its last gradient, the previous one's end);
     whatever runs after backward ends is exposed. The bucket-size sweep calls this."""
     sizes = tuple(n for _, n in w.tensors)
     backward_end = w.forward_us() + 2 * w.head_us() + sum(w.backward_us())
     comm_end, exposed = 0.0, 0.0
-    for b in ddp_buckets.buckets(sizes, w.element_bytes, bucket_mb):
+    for b in ddp_buckets.buckets(sizes, w.element_bytes, bucket_mb, names=w.names):
         start = max(comm_end, max(w.ready[t] for t in b.tensors))
         comm_end = start + w.collective_us("all_reduce", b.elements)
         exposed += max(0.0, comm_end - max(start, backward_end))

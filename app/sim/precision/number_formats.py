@@ -1,5 +1,5 @@
 """The floating-point formats of training: FP32, TF32, FP16, BF16 and the two FP8s, with exact
-rounding by ml_dtypes and numpy (round to nearest, ties to even).
+rounding (round to nearest, ties to even, once, from the float64's exact binary value).
 
     format     sign exp mant  bias  largest finite   smallest normal  smallest subnormal  ε = 2^-mant
     FP32        1    8   23   127   3.40e38          1.18e-38         1.40e-45            1.19e-7
@@ -12,16 +12,28 @@ rounding by ml_dtypes and numpy (round to nearest, ties to even).
 Sources: IEEE 754-2008 (binary32, binary16); NVIDIA's A100 whitepaper (TF32: FP32's range,
 FP16's precision); Micikevicius et al. 2022, "FP8 Formats for Deep Learning", Table 1 (E4M3 has
 no infinities and one NaN pattern, which buys it the exponent 1111: its largest value is
-1.75 × 2^8 = 448; E5M2 follows IEEE conventions). FP32, FP16, BF16 and the FP8s round with
-numpy/ml_dtypes casts. TF32 has no dtype anywhere (it exists only inside tensor cores), but it
-is FP32's exponent with FP16's 10-bit mantissa, so it rounds as FP16 does after an exact
-power-of-two shift that lines its exponent range up with FP16's (:func:`round_tf32`).
+1.75 × 2^8 = 448; E5M2 follows IEEE conventions).
+
+**Rounding once** (:func:`round_exact`): a float64 is an integer significand M times 2^e, so
+rounding it to a format with m fraction bits is integer arithmetic: the quantum is 2^(max(E,
+Emin) − m), where E = ⌊log2|x|⌋ and Emin the format's smallest normal exponent; M is shifted
+right onto it and rounded to nearest, ties to even, from the bits shifted out; a result past the
+largest finite value is overflow (±inf; NaN for E4M3, which has no infinity). Every value the
+scene names rounds this way, TF32 included (it exists only inside tensor cores: FP32's exponent,
+FP16's 10-bit fraction).
+
+**torch rounds twice** (:func:`round_via_fp32`): torch (c10's ``Half``, ``BFloat16`` and
+``Float8_*`` are built from a ``float``) and ml_dtypes cast a float64 to FP32 first, then to the
+16- or 8-bit format, and the GPU measurement of TF32 multiplies FP32 inputs. The first rounding
+can move a value onto a midpoint (1.00390625001 → 1.00390625 in FP32, which BF16's ties-to-even
+takes down to 1.0 where the nearest BF16 is 1.0078125) or past one. That is what the real run
+compares torch with; the page shows it beside the exact value where they differ.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import ml_dtypes
 import numpy as np
@@ -96,33 +108,61 @@ FORMATS: dict[str, Format] = {f.key: f for f in (
 KEYS = tuple(FORMATS)
 
 
-def round_tf32(x: np.ndarray) -> np.ndarray:
-    """Round FP32 values to TF32 (1 + 8 + 10 bits): FP16's rounding after shifting by 2^s.
+def _limits(fmt: Format) -> tuple[int, int]:
+    """(smallest normal exponent, fraction bits)."""
+    return 1 - fmt.bias, fmt.mantissa_bits
 
-    A normal x = 1.f × 2^E is shifted by 2^-E into [1, 2), where FP16 keeps the same 10
-    fraction bits; a value below TF32's smallest normal 2^-126 is shifted by 2^112 so that it
-    lands among FP16's subnormals (FP16's smallest normal 2^-14 = 2^-126 · 2^112), whose spacing
-    2^-24 is TF32's 2^-136. Shifts by powers of two are exact, so the only rounding is FP16's.
-    Returns float64 values (±inf past TF32's largest value)."""
-    x = np.asarray(x, dtype=np.float32).astype(np.float64)
-    _, e = np.frexp(x)                       # x = m · 2^e, |m| ∈ [0.5, 1)
-    shift = np.where(e - 1 >= -126, e - 1, -112)
-    with np.errstate(over="ignore"):
-        y = np.ldexp(x, -shift).astype(np.float16).astype(np.float64)
-        out = np.ldexp(y, shift)
-    # past 2^128 the value is beyond FP32 and TF32 alike
-    return np.where(np.abs(out) >= 2.0 ** 128, np.copysign(np.inf, out), out)
+
+def round_exact(values, fmt: Format) -> np.ndarray:
+    """``values`` (float64) rounded once to ``fmt``: round to nearest, ties to even, on the
+    exact binary value of each float64 (integer arithmetic on its bits). Returns float64, ±inf
+    past the largest finite value (NaN for E4M3, which has no infinity); NaN and ±inf pass
+    through (E4M3 turns inf into NaN)."""
+    x = np.asarray(values, dtype=np.float64)
+    bits = x.reshape(-1).view(np.uint64)
+    field = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    fraction = bits & np.uint64((1 << 52) - 1)
+    normal = field > 0
+    significand = np.where(normal, fraction | np.uint64(1 << 52), fraction)  # M
+    low = np.where(normal, field, 1) - 1075                                  # x = M · 2^low
+    top = np.where(normal, field - 1023, -1023)       # ⌊log2 x⌋ for normals (subnormals: below)
+    emin, m = _limits(fmt)
+    quantum = np.maximum(top, emin) - m              # exponent of the format's spacing there
+    shift = np.clip(quantum - low, 0, 60).astype(np.uint64)
+    kept = significand >> shift
+    rest = significand - (kept << shift)
+    half = np.where(shift > 0, np.uint64(1) << (shift - np.uint64(1)), np.uint64(0))
+    up = (shift > 0) & ((rest > half) | ((rest == half) & ((kept & np.uint64(1)) == 1)))
+    kept = kept + up.astype(np.uint64)
+    exponent = np.where(quantum - low > 0, quantum, low)
+    with np.errstate(over="ignore", invalid="ignore"):
+        magnitude = np.ldexp(kept.astype(np.float64), exponent.astype(np.int64))
+        past = magnitude > fmt.max
+        magnitude = np.where(past, np.inf if fmt.has_inf else np.nan, magnitude)
+        out = np.copysign(magnitude, x.reshape(-1))
+        special = ~np.isfinite(x.reshape(-1))
+        out = np.where(special, x.reshape(-1) if fmt.has_inf else np.nan, out)
+    return out.reshape(x.shape)
 
 
 def round_to(values, fmt: Format) -> np.ndarray:
-    """``values`` rounded to ``fmt`` (round to nearest, ties to even), as float64. Values past
-    the largest finite value become ±inf (E4M3, which has no infinity, gives NaN); callers
+    """``values`` rounded to ``fmt`` (round to nearest, ties to even, once), as float64. Values
+    past the largest finite value become ±inf (E4M3, which has no infinity, gives NaN); callers
     report those as overflow and never show them."""
-    x = np.asarray(values, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if fmt.key == "tf32":
-            return round_tf32(x)
-        return x.astype(fmt.dtype).astype(np.float64)
+    return round_exact(values, fmt)
+
+
+def round_via_fp32(values, fmt: Format) -> np.ndarray:
+    """What torch's casts give for float64 ``values``: rounded to FP32 first, then (exactly,
+    from that FP32 value) to ``fmt`` — twice (see the module docstring)."""
+    with np.errstate(over="ignore"):
+        first = np.asarray(values, dtype=np.float64).astype(np.float32).astype(np.float64)
+    return round_exact(first, fmt)
+
+
+def round_tf32(x) -> np.ndarray:
+    """FP32 values rounded to TF32 (1 + 8 + 10 bits), as float64 (±inf past its largest)."""
+    return round_exact(np.asarray(x, dtype=np.float32).astype(np.float64), FORMATS["tf32"])
 
 
 @dataclass(frozen=True)
@@ -139,6 +179,14 @@ class Encoded:
     exponent_value: int          # the stored exponent field
     error: float | None          # rounded − value
     relative_error: float | None
+    # torch's cast (through FP32: rounded twice); equal to rounded / kind for almost every value
+    via_fp32_rounded: float | None = None
+    via_fp32_kind: str = ""
+
+    @property
+    def differs_via_fp32(self) -> bool:
+        """Whether torch's double rounding (through FP32) gives another value or kind."""
+        return (self.via_fp32_rounded != self.rounded or self.via_fp32_kind != self.kind)
 
     @property
     def underflow(self) -> bool:
@@ -151,7 +199,9 @@ class Encoded:
                 "fields": {"sign": self.sign, "exponent": self.exponent,
                            "mantissa": self.mantissa},
                 "exponent_field": self.exponent_value, "error": self.error,
-                "relative_error": self.relative_error}
+                "relative_error": self.relative_error,
+                "via_fp32": {"rounded": self.via_fp32_rounded, "kind": self.via_fp32_kind,
+                             "differs": self.differs_via_fp32}}
 
 
 def bit_pattern(rounded: float, fmt: Format) -> str:
@@ -164,10 +214,9 @@ def bit_pattern(rounded: float, fmt: Format) -> str:
     return format(word, f"0{fmt.bits}b")
 
 
-def encode(value: float, fmt: Format) -> Encoded:
-    rounded = float(round_to([value], fmt)[0])
+def _encoded(value: float, fmt: Format, rounded: float, **extra) -> Encoded:
     if not math.isfinite(rounded):
-        return Encoded(fmt.key, value, None, "overflow", "", "", "", 0, None, None)
+        return Encoded(fmt.key, value, None, "overflow", "", "", "", 0, None, None, **extra)
     bits = bit_pattern(rounded, fmt)
     sign, exponent = bits[0], bits[1:1 + fmt.exponent_bits]
     mantissa = bits[1 + fmt.exponent_bits:]
@@ -176,7 +225,20 @@ def encode(value: float, fmt: Format) -> Encoded:
     error = rounded - value
     relative = abs(error) / abs(value) if value else 0.0
     return Encoded(fmt.key, value, rounded, kind, sign, exponent, mantissa, field, error,
-                   relative)
+                   relative, **extra)
+
+
+def encode_via_fp32(value: float, fmt: Format) -> Encoded:
+    """``value`` as torch's cast encodes it: through FP32 (:func:`round_via_fp32`)."""
+    twice = _encoded(value, fmt, float(round_via_fp32([value], fmt)[0]))
+    return replace(twice, via_fp32_rounded=twice.rounded, via_fp32_kind=twice.kind)
+
+
+def encode(value: float, fmt: Format) -> Encoded:
+    """``value`` rounded once to ``fmt``, with torch's double rounding beside it."""
+    twice = encode_via_fp32(value, fmt)
+    return _encoded(value, fmt, float(round_to([value], fmt)[0]),
+                    via_fp32_rounded=twice.rounded, via_fp32_kind=twice.kind)
 
 
 def overflows(value: float, fmt: Format) -> bool:
