@@ -39,7 +39,7 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
                      style=style),
            f'<rect class="bg" x="0" y="0" width="{W}" height="{H}" fill="#fff"/>']
     layers = []
-    f0 = ['<g class="frame" data-frame="0" font-size="14">',
+    f0 = ['<g class="frame" data-frame="0" font-size="17">',
           f'<line x1="{PX}" y1="{PY + PH}" x2="{PX + PW}" y2="{PY + PH}" stroke="#333"/>',
           f'<line x1="{PX}" y1="{PY}" x2="{PX}" y2="{PY + PH}" stroke="#333"/>',
           f'<line x1="{x(cap):.1f}" y1="{PY}" x2="{x(cap):.1f}" y2="{PY + PH}" stroke="#D55E00" '
@@ -62,14 +62,14 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
     if b:
         front = pareto(pts)
         d = " ".join(f"{'M' if i == 0 else 'L'}{x(m):.1f},{y(t):.1f}" for i, (m, t) in enumerate(front))
-        layers.append(['<g class="frame" data-frame="1" font-size="14">',
+        layers.append(['<g class="frame" data-frame="1" font-size="17">',
                        f'<path d="{d}" fill="none" stroke="#000" stroke-width="2"/>',
                        f'<circle cx="{x(b.peak_bytes / 1e9):.1f}" cy="{y(b.tokens_per_s):.1f}" r="7" '
                        f'fill="none" stroke="#D55E00" stroke-width="3"/>',
                        f'<text x="{x(b.peak_bytes / 1e9) + 10:.1f}" y="{y(b.tokens_per_s) - 8:.1f}">'
                        f'best: tp {b.tp} pp {b.pp} dp {b.dp} cp {b.cp}</text>', "</g>"])
         bx, by, bw, bh = 660, PY, 60, PH
-        f2 = ['<g class="frame" data-frame="2" font-size="14">',
+        f2 = ['<g class="frame" data-frame="2" font-size="17">',
               f'<text x="{bx}" y="{by - 14}">best mix: {b.step_s:.2f} s a step</text>']
         top = by
         for kind, t in b.budget.items():
@@ -84,6 +84,8 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
             top += hgt
         f2.append("</g>")
         layers.append(f2)
+    out.append('<g class="frames">')  # what static/js/player.js adds later frames to
     out += [part for layer in layers[:current + 1] for part in layer]
+    out.append("</g>")
     out.append(deck_end(standalone, caption, H, (layer for layer in layers[current + 1:])))
     return Markup("".join(out))

@@ -50,7 +50,8 @@ class PlannerTrace:
                 "truncated": plan.truncated, "listed": len(plan.candidates),
                 "message": plan.message,
                 "rejected": [{"family": f, "reason": r} for f, r in plan.rejected],
-                "published": [c.to_dict() for c in published()]}
+                "published": [c.to_dict() for c in published()],
+                "frames": [{"step": f.step, "caption": f.caption} for f in self.frames]}
 
 
 def compare(run: Run) -> Comparison:
