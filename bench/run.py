@@ -31,7 +31,8 @@ import urllib.request
 from datetime import datetime, timezone
 
 from app.main import SCENES
-from bench import browser, exports, heaviest
+from app.params import control_spec
+from bench import browser, exports, heaviest, planner
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -106,13 +107,23 @@ def run(quick: bool) -> dict:
         bare = wrk_rps(f"{bare_url}/constant", seconds)
         ours = wrk_rps(f"{app_url}/api/collective?world=8", seconds)
         results["throughput"] = {"bare_rps": bare, "collective_rps": ours, "ratio": ours / bare}
-        results["browser"] = browser.measure(app_url, [s for s in SCENES if s.key_slider],
+        results["browser"] = browser.measure(app_url, [s for s in SCENES if dragged(s)],
                                              moves=30 if quick else 60)
         results["verify"] = verify_cold_warm(app_url)
         results["exports"] = exports.measure(app_url)
+    results["planner"] = planner.measure()
     # the five heaviest states of each scene a bounded search finds (bench/heaviest.py)
     results["heaviest_states"] = heaviest.heaviest(SCENES)
     return results
+
+
+def dragged(scene) -> bool:
+    """Whether the scene's key control is a slider the bench can drag (the planner's is a
+    number field: its searches are timed by bench/planner.py instead)."""
+    if not scene.key_slider:
+        return False
+    spec = control_spec(scene.params, scene.key_slider)
+    return spec is not None and spec.kind in ("slider", "log2", "values")
 
 
 def mark(ok: bool) -> str:
@@ -172,6 +183,8 @@ def table(r: dict) -> str:
                     f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     rows.extend(exports.rows(r.get("exports", {}), mark))
+    if "planner" in r:
+        rows.append(planner.row(r["planner"]))
     m = r["machine"]
     rows += heaviest.rows(r.get("heaviest_states", {}))
     rows.append("")
