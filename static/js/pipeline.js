@@ -1,6 +1,6 @@
 // Pipeline deck: hovering (or focusing) a pass draws its dependencies — solid arrows from the
 // passes whose output it reads, dashed arrows to the passes that read its output — and fades
-// the rest. Passes are <g class="pp" data-pass="i" data-deps="j k"> (app/views/pipeline_svg.py);
+// the rest. Passes are <g class="pp" data-pass="i" data-deps="j k"> (app/scenes/pipeline/deck_svg.py);
 // the listeners sit on the document, so decks swapped in by htmx work without re-initialising.
 //
 // The time cursor, its label, the header (and the veil of a summarised timeline) are drawn once,

@@ -95,7 +95,7 @@
       var group = this.later.shift();
       this.holder.appendChild(group);  // adopted from the template: moved, not copied
       group = this.holder.lastElementChild;
-      // a later layer carries its elements as text (app/views/svg.py, lazy_layer): make them
+      // a later layer carries its elements as text (app/draw/svg.py, lazy_layer): make them
       var markup = group.getAttribute("data-markup");
       if (markup !== null) {
         group.removeAttribute("data-markup");
