@@ -77,6 +77,27 @@ def deck_open(width: float, height: float, label: str, *, standalone: bool, styl
             + (f"<defs>{inner}</defs>" if inner else ""))
 
 
+def titled_deck(deck, current: int, frame, *, standalone: bool, caption, style: str,
+                defs: str) -> str:
+    """A whole deck whose frames are layers in one ``<g class="frames">``: the background, the
+    deck's title at the top right, frames 0…``current`` drawn, the later ones for the player
+    (:func:`deck_end`). ``deck`` has ``width``, ``height``, ``title`` and ``frames``;
+    ``frame(f)`` writes one frame's markup parts."""
+    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
+    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
+                     defs=defs),
+           f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>',
+           f'<text class="muted" x="{deck.width - 16}" y="32" text-anchor="end" '
+           f'font-size="15">{esc(deck.title)}</text>',
+           '<g class="frames">']
+    for f in deck.frames[:current + 1]:
+        out += frame(f)
+    out.append("</g>")
+    out.append(deck_end(standalone, caption, deck.height,
+                        (frame(f) for f in deck.frames[current + 1:])))
+    return "".join(out)
+
+
 def caption_texts(caption, top: float) -> list[str]:
     """A standalone deck's caption, a line each, under the drawing that ends at ``top``."""
     return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" font-size="17">'

@@ -14,7 +14,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.draw.fmt import coord
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.svg import titled_deck
 from app.draw.svg import esc as _e
 from app.scenes.moe.deck import Arrow, Batch, FrameView, MoeDeck, Rect, Stroke, Text
 
@@ -28,19 +28,8 @@ DEFS = ('<pattern id="drop-hatch" patternUnits="userSpaceOnUse" width="7" height
 
 def render(deck: MoeDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
-                     defs=DEFS),
-           f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>',
-           f'<text class="muted" x="{deck.width - 16}" y="32" text-anchor="end" '
-           f'font-size="15">{_e(deck.title)}</text>',
-           '<g class="frames">']
-    for f in deck.frames[:current + 1]:
-        out += _frame(f, current, standalone)
-    out.append("</g>")
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(f, current, standalone) for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
+    return Markup(titled_deck(deck, current, lambda f: _frame(f, current, standalone),
+                              standalone=standalone, caption=caption, style=style, defs=DEFS))
 
 
 def _frame(f: FrameView, current: int, standalone: bool) -> list[str]:
