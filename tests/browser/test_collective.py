@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import drag
+from tests.browser.helpers import UNPROCESSABLE, drag
 
 pytestmark = pytest.mark.browser
 
@@ -113,7 +113,7 @@ def test_bad_parameters_show_inline_and_recover(page):
     assert page.locator('[data-field="world"].invalid').count() == 1
     set_slider(page, "world", 4)
     page.locator("svg.deck").wait_for()
-    page.console_errors.clear()  # the browser logs the deliberate 422 as a failed load
+    page.expect_console_error(UNPROCESSABLE)
 
 
 def test_theme_toggle(page):

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import drag
+from tests.browser.helpers import UNPROCESSABLE, drag
 
 pytestmark = pytest.mark.browser
 
@@ -72,7 +72,7 @@ def test_a_bad_choice_shows_inline_and_recovers(page):
     page.select_option('select[name="ep"]', "4")
     page.locator("svg.deck").wait_for()
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("ep 4"))
-    page.console_errors.clear()  # the browser logs the deliberate 422 as a failed load
+    page.expect_console_error(UNPROCESSABLE)
 
 
 def test_the_player_fits_a_projector_screen(page):

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from playwright.sync_api import expect
+
+from tests.browser.helpers import UNPROCESSABLE
 
 pytestmark = pytest.mark.browser
 
@@ -42,4 +45,4 @@ def test_bad_learning_rate_shows_the_message(page):
     page.locator("#f-lr").fill("10")
     expect(page.locator(".problems")).to_contain_text("lr (10) makes sgd diverge")
     expect(page.locator('[data-field="lr"]')).to_have_class(re.compile("invalid"))
-    page.console_errors.clear()  # the 422 itself is logged by the browser
+    page.expect_console_error(UNPROCESSABLE)

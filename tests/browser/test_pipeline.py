@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from playwright.sync_api import expect
+
+from tests.browser.helpers import UNPROCESSABLE
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +65,7 @@ def test_chunks_follow_the_schedule(page):
 
 def test_invalid_combination_shows_the_message(page):
     page.goto(page.base + "/pipeline?schedule=dualpipev&stages=4&microbatches=4")
-    page.console_errors.clear()     # the page itself answers 422, which Chromium logs
+    page.expect_console_error(UNPROCESSABLE)
     expect(page.locator(".problems")).to_contain_text("at least 2 × stages = 8")
     expect(page.locator('[data-field="microbatches"].invalid')).to_have_count(1)
 

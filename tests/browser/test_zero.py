@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.helpers import drag
+from tests.browser.helpers import UNPROCESSABLE, drag
 
 pytestmark = pytest.mark.browser
 
@@ -31,4 +31,4 @@ def test_slider_repaints_and_keys_step(page):
 def test_bad_combination_shows_the_message(page):
     page.goto(page.base + "/zero?stage=0&offload=nvme")
     assert "needs stage 3" in page.locator(".problems").inner_text()
-    page.console_errors.clear()   # the 422 of the page itself is expected
+    page.expect_console_error(UNPROCESSABLE)
