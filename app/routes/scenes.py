@@ -11,6 +11,8 @@ page with an inline message (which htmx is configured to swap) on pages.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping
 
 import orjson
@@ -32,6 +34,13 @@ FRAGMENT_CACHE = "private, max-age=600"
 while it runs), so the browser may keep it: dragging a slider back over values it has shown, or
 onto a neighbour that controls.js fetched ahead, is answered from the browser's cache. Ten
 minutes bounds how long a fragment from an older version of the app can outlive an upgrade."""
+
+AHEAD = "x-fetch-ahead"
+"""Sent by static/js/stage.js with a state it fetches before it is asked for (a drag's next
+states, the states one change away while the page rests). Such a request is answered 204 while
+another render is in flight, so that fetching ahead never slows anyone's own move, and a state
+the params reject comes back 200 with ``X-Stage-Status: 422`` (its stage lists the problems):
+kept for the move that may come, without a failed load in the browser's console."""
 
 VARY = "HX-Request, HX-History-Restore-Request"
 """The same URL answers a page, a stage fragment (htmx) or a whole page again for htmx's
@@ -64,6 +73,25 @@ def nearest_frame(query: Mapping[str, str], frames: int, default: int = 0) -> in
 
 def json_error(error: ParamsError) -> Response:
     return Response(orjson.dumps(error.to_dict()), status_code=422, media_type=JSON)
+
+
+class Rendering:
+    """How many page renders are in flight (threads of the pool), for :data:`AHEAD`."""
+
+    def __init__(self):
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def __enter__(self):
+        with self.lock:
+            self.count += 1
+
+    def __exit__(self, *exc):
+        with self.lock:
+            self.count -= 1
+
+
+RENDERING = Rendering()
 
 
 def is_fragment(request: Request) -> bool:
@@ -110,10 +138,20 @@ def scene_router(scene: Scene) -> APIRouter:
                                           f"with HX-Request)")
     def page(request: Request):
         fragment = is_fragment(request)
-        body, status = html(request, embed=False, block="stage" if fragment else None)
+        ahead = fragment and AHEAD in request.headers
         headers = {"Vary": VARY}
+        if ahead and RENDERING.count:
+            return Response(status_code=204, headers=headers)
+        start = time.perf_counter()
+        with RENDERING:
+            body, status = html(request, embed=False, block="stage" if fragment else None)
+        # what the server spent (the bench splits a jump's time with it: bench/jump_split.py)
+        headers["Server-Timing"] = f"render;dur={(time.perf_counter() - start) * 1000:.1f}"
         if fragment and status == 200:
             headers["Cache-Control"] = FRAGMENT_CACHE
+        if ahead and status == 422:
+            headers.update({"X-Stage-Status": "422", "Cache-Control": "no-store"})
+            status = 200
         return HTMLResponse(body, status_code=status, headers=headers)
 
     @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse, openapi_extra=with_frame,

@@ -11,12 +11,20 @@
   var html = document.documentElement;
   var wentFullscreen = false;
 
+  // Written only when it changes: a new value restyles the whole page, and a slider's move
+  // (a new stage, the same place) would pay for a second layout. Read in an animation frame
+  // after a swap, the layout it needs is the one the frame makes anyway.
+  var playerTop = null;
   function fit() {
     var player = document.querySelector("#stage [data-player]");
     if (!player || html.classList.contains("present")) return;
-    var top = player.getBoundingClientRect().top + window.scrollY;
-    html.style.setProperty("--player-top", Math.round(top) + "px");
+    var top = Math.round(player.getBoundingClientRect().top + window.scrollY) + "px";
+    if (top === playerTop) return;
+    playerTop = top;
+    html.style.setProperty("--player-top", top);
   }
+
+  function fitSoon() { requestAnimationFrame(fit); }
 
   function setAddress(present) {
     if (!document.body.classList.contains("site")) return;
@@ -132,7 +140,7 @@
   document.addEventListener("DOMContentLoaded", function () { markKeyField(); fit(); });
   window.addEventListener("load", fit);
   window.addEventListener("resize", fit);
-  document.addEventListener("htmx:afterSettle", fit);
+  document.addEventListener("htmx:afterSettle", fitSoon);
 
   window.ShardscopeClassroom = { key: key, present: present, blank: blank, help: help, fit: fit };
 })();

@@ -251,6 +251,87 @@
     if (window.ShardscopeStage) window.ShardscopeStage.fetchAhead(urls);
   }
 
+  // -- the states one change away, fetched while the page rests --------------------------------
+  // A jump (a click along a slider's track, a chip, the first move of a drag) lands on a state
+  // no guess reached; rendering it on the spot costs the server 15–200 ms. The states one
+  // change away from where the form rests are a small set, so they are fetched, one at a time,
+  // while a person reads (stage.js stops asking the moment they move): first the key slider's
+  // nearest positions, then one step of every other slider and every other choice of each
+  // chip row and list, then the rest of the key slider's track, nearest first, up to
+  // KEY_POSITIONS positions each way.
+  var KEY_POSITIONS = 64;
+
+  function keySlider(form) {
+    var key = document.body.dataset.keySlider;
+    return key ? form.querySelector('input[type="range"][name="' + key + '"], ' +
+      'input[type="range"][data-target="' + key + '"], input[type="range"][data-log2-for="' +
+      key + '"]') : null;
+  }
+
+  // The state the form would ask for with `change` made to the copy (then undone by copyOf).
+  function changedUrl(form, change) {
+    var copy = copyOf(form);
+    var el = change(copy);
+    if (!el) return null;
+    follow(copy, el);
+    fixMultiples(copy);
+    return stateUrl(copy);
+  }
+
+  function restUrls(form) {
+    var urls = [], seen = {};
+    seen[stateUrl(copyOf(form))] = true;
+    function add(list) {
+      list.forEach(function (url) { if (url && !seen[url]) { seen[url] = true; urls.push(url); } });
+    }
+    function interleave(up, down) {
+      var out = [];
+      for (var i = 0; i < Math.max(up.length, down.length); i++) {
+        if (i < up.length) out.push(up[i]);
+        if (i < down.length) out.push(down[i]);
+      }
+      return out;
+    }
+    var key = keySlider(form);
+    var track = key ? interleave(aheadUrls(key, 1, KEY_POSITIONS), aheadUrls(key, -1, KEY_POSITIONS)) : [];
+    add(track.slice(0, 4));
+    var ranges = form.querySelectorAll('input[type="range"]');
+    ranges.forEach(function (slider) {
+      if (slider !== key && !slider.disabled) add(aheadUrls(slider, 1, 1).concat(aheadUrls(slider, -1, 1)));
+    });
+    var inputs = form.querySelectorAll("input, select");
+    Array.prototype.forEach.call(inputs, function (el, index) {
+      if (el.disabled) return;
+      if (el.type === "radio" && !el.checked) {
+        add([changedUrl(form, function (copy) {
+          var radio = copy.querySelectorAll("input, select")[index];
+          radio.checked = true;
+          return radio;
+        })]);
+      } else if (el.tagName === "SELECT") {
+        Array.prototype.forEach.call(el.options, function (option, k) {
+          if (k === el.selectedIndex || option.disabled) return;
+          add([changedUrl(form, function (copy) {
+            var select = copy.querySelectorAll("input, select")[index];
+            select.selectedIndex = k;
+            return select;
+          })]);
+        });
+      }
+    });
+    add(track.slice(4));
+    copyOf(form);  // the copy back to the live form's state
+    return urls;
+  }
+
+  function fetchAtRest(form) {
+    if (!window.ShardscopeStage) return;
+    var saveData = navigator.connection && navigator.connection.saveData;
+    window.ShardscopeStage.fetchAtRest(saveData ? [] : restUrls(form));
+  }
+
+  var PLAN_AFTER_MS = 300;  // the states one change away are worked out once a move has rested
+
   function watchSliders(form) {
     if (navigator.connection && navigator.connection.saveData) return;
     var pace = 1, last = {}, moved = null;
@@ -270,13 +351,23 @@
     // the browser painting this one (on a small machine they share the cores); two moves ahead,
     // so that the server has a whole move's time for each (the nearer one was the farther one
     // of the move before). The way back is where the drag came from, kept already.
+    var planning = null;
+    function planAtRest() {
+      clearTimeout(planning);
+      if (window.ShardscopeStage) window.ShardscopeStage.willPlan();
+      planning = setTimeout(function () { fetchAtRest(form); }, PLAN_AFTER_MS);
+    }
     form.addEventListener("stage:answered", function () {
       requestAnimationFrame(function () {
         setTimeout(function () {
           if (moved) fetchAhead(aheadUrls(moved, pace, 2));
         }, 0);
       });
+      planAtRest();
     });
+    // (capture: before htmx's own listener, which may answer the move from memory at once)
+    form.addEventListener("input", function () { clearTimeout(planning); }, true);
+    planAtRest();
     // a slider taken hold of, before it moves
     ["pointerdown", "focusin"].forEach(function (type) {
       form.addEventListener(type, function (event) {

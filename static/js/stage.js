@@ -23,41 +23,98 @@
   };
 
   // -- states kept in memory -------------------------------------------------------------------
-  // Every stage fragment this page received, by the URL htmx asks for (the last KEEP of them).
-  // A fragment is a pure function of its URL, so a move onto a state the page has shown, or onto
-  // one fetched ahead (controls.js guesses where a drag goes next), is swapped in from here with
-  // htmx's own swap: even an answer from the browser's HTTP cache takes 5–10 ms.
-  var KEEP = 48;
-  var kept = new Map();
+  // Every stage fragment this page received, by the URL htmx asks for, with its status (a state
+  // the server rejects is a stage too: its problems). A fragment is a pure function of its URL,
+  // so a move onto a state the page has shown, or onto one fetched ahead (controls.js guesses
+  // where a drag goes next, and fetches the states one change away while the page rests), is
+  // swapped in from here with htmx's own swap: even an answer from the browser's HTTP cache
+  // takes 5–10 ms. Bounded by characters, oldest out first.
+  var KEEP_CHARS = 24e6, KEEP_STATES = 400;
+  var kept = new Map(), keptChars = 0;
 
-  function keep(url, html) {
-    kept.delete(url);  // most recent last
-    kept.set(url, html);
-    if (kept.size > KEEP) kept.delete(kept.keys().next().value);
+  function keep(url, html, status) {
+    var old = kept.get(url);
+    if (old) { keptChars -= old.html.length; kept.delete(url); }  // most recent last
+    kept.set(url, {html: html, status: status || 200});
+    keptChars += html.length;
+    while (kept.size > 1 && (keptChars > KEEP_CHARS || kept.size > KEEP_STATES)) {
+      var oldest = kept.keys().next().value;
+      keptChars -= kept.get(oldest).html.length;
+      kept.delete(oldest);
+    }
   }
 
-  var ahead = [], fetching = null;  // the URL being fetched ahead, and its promise
+  // Two queues, fetched one request at a time so that a person's own move is answered first:
+  // the guesses of a drag (`ahead`, replaced by each move) and, behind them, the states one change
+  // away (`restful`), fetched only while the page rests (RESTING_MS without a move and no move
+  // of the person's own in flight). Each carries X-Fetch-Ahead: the server then answers a
+  // rejected state with 200 (its X-Stage-Status says 422, so the browser logs no failed load),
+  // and 204 when it is busy rendering someone's move (the state is asked again later).
+  var RESTING_MS = 400, RETRY_MS = 150;
+  var ahead = [], restful = [], fetching = null, lastMove = 0, asking = 0, askedAt = 0;
 
-  // Fetch these states unless kept or on their way, one at a time (so that a person's own move
-  // is answered first).
+  function wanted(url) {
+    return url && !kept.has(url) && !(fetching && fetching.url === url);
+  }
+
   function fetchAhead(urls) {
-    ahead = urls.filter(function (url) {
-      return url && !kept.has(url) && !(fetching && fetching.url === url);
-    });
+    ahead = urls.filter(wanted);
     next();
   }
 
+  // controls.js says when it will work out the states one change away (a move has just been
+  // answered), and hands them over when it has
+  var planned = false;
+  function willPlan() { planned = true; }
+
+  function fetchAtRest(urls) {
+    planned = false;
+    restful = urls.filter(wanted);
+    next();
+  }
+
+  function atRest() {
+    var now = performance.now();  // (an answer lost on the way stops counting after 10 s)
+    return (!asking || now - askedAt > 10000) && now - lastMove >= RESTING_MS;
+  }
+
+  var wake = null;
   function next() {
-    if (fetching || !ahead.length) return;
-    var url = ahead.shift();
-    var done = fetch(url, {headers: {"HX-Request": "true"}, credentials: "same-origin", priority: "low"})
+    if (fetching) return;
+    var url = null, tier = "guess";
+    while (ahead.length && !url) url = wanted(ahead[0]) ? ahead.shift() : (ahead.shift(), null);
+    if (!url && restful.length) {
+      if (!atRest()) {  // look again once the page rests
+        clearTimeout(wake);
+        wake = setTimeout(next, Math.max(RETRY_MS, RESTING_MS - (performance.now() - lastMove)));
+        return;
+      }
+      while (restful.length && !url) url = wanted(restful[0]) ? restful.shift() : (restful.shift(), null);
+      tier = "rest";
+    }
+    if (!url) return;
+    var retry = false;
+    var done = fetch(url, {headers: {"HX-Request": "true", "X-Fetch-Ahead": tier},
+                           credentials: "same-origin", priority: "low"})
       .then(function (response) {
+        if (response.status === 204) { retry = tier === "rest"; return null; }
         if (response.status !== 200) return null;
-        return response.text().then(function (html) { keep(url, html); });
+        var status = parseInt(response.headers.get("X-Stage-Status") || "200", 10);
+        return response.text().then(function (html) { keep(url, html, status); });
       })
       .catch(function () {})
-      .then(function () { fetching = null; next(); });
+      .then(function () {
+        fetching = null;
+        if (retry) { restful.unshift(url); clearTimeout(wake); wake = setTimeout(next, RETRY_MS); }
+        else next();
+      });
     fetching = {url: url, done: done};
+  }
+
+  // Whether every state asked for at rest has been fetched (the bench waits on it, as a person
+  // reading the page would, before it moves a slider).
+  function settled() {
+    return !planned && !fetching && !ahead.length && !restful.length;
   }
 
   function isStageGet(detail) {
@@ -72,11 +129,11 @@
     detail.elt.dispatchEvent(new CustomEvent("stage:answered", {bubbles: true, detail: {url: url}}));
   }
 
-  function answer(detail, url, html) {
-    keep(url, html);
+  function answer(detail, url, state) {
+    keep(url, state.html, state.status);
     var target = detail.target;
     prepare(target);
-    htmx.swap(target, html, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
+    htmx.swap(target, state.html, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
     window.history.pushState({htmx: true}, "", url);  // as hx-push-url does
     answered(detail, url);
   }
@@ -88,6 +145,7 @@
     var detail = event.detail;
     if (!isStageGet(detail)) return;
     var move = ++moves;
+    lastMove = performance.now();
     var url = detail.pathInfo.finalRequestPath;
     if (kept.has(url)) {
       event.preventDefault();
@@ -99,13 +157,20 @@
         if (kept.has(url)) answer(detail, url, kept.get(url));
         else htmx.trigger(detail.elt, "submit");  // the fetch failed: ask through htmx
       });
+    } else {
+      asking++;  // the person's own request: nothing is fetched at rest meanwhile
+      askedAt = lastMove;
     }
   });
 
   document.addEventListener("htmx:afterRequest", function (event) {
     var detail = event.detail;
-    if (!isStageGet(detail) || !detail.xhr || detail.xhr.status !== 200) return;
-    keep(detail.pathInfo.finalRequestPath, detail.xhr.responseText);
+    if (!isStageGet(detail)) return;
+    if (asking) asking--;
+    lastMove = performance.now();
+    next();
+    if (!detail.xhr || (detail.xhr.status !== 200 && detail.xhr.status !== 422)) return;
+    keep(detail.pathInfo.finalRequestPath, detail.xhr.responseText, detail.xhr.status);
     answered(detail, detail.pathInfo.finalRequestPath);
   });
 
@@ -178,5 +243,8 @@
   window.addEventListener("scroll", showPanels, {passive: true});
   document.addEventListener("DOMContentLoaded", watchPanels);
 
-  window.ShardscopeStage = {fetchAhead: fetchAhead};
+  window.ShardscopeStage = {fetchAhead: fetchAhead, fetchAtRest: fetchAtRest, willPlan: willPlan,
+                            settled: settled,
+                            keptUrls: function () { return Array.from(kept.keys()); },
+                            keptCount: function () { return kept.size; }};
 })();

@@ -1,7 +1,9 @@
 """How a slider move reaches the stage (static/js/stage.js, controls.js): states already shown
 come back from memory without a request, the next states of a drag are fetched ahead (with the
-dependent sliders moved as the form moves them), panels out of sight wait until the slider
-rests, and the address bar and the back button keep working throughout. The `page` fixture fails
+dependent sliders moved as the form moves them), the states one change away are fetched while the
+page rests (a jump along the track or a chip is then answered from memory, a rejected one
+included), panels out of sight wait until the slider rests, and the address bar and the back
+button keep working throughout. The `page` fixture fails
 any test that logs a console error or requests another origin."""
 
 from __future__ import annotations
@@ -26,6 +28,34 @@ def stage_requests(page) -> list[tuple[str, str]]:
     return seen
 
 
+def without_fetching_at_rest(page) -> None:
+    """Only a drag's own guesses are fetched ahead: stage.js's queue of the states one change
+    away is replaced by a no-op before the page's scripts run."""
+    page.add_init_script("""Object.defineProperty(window, "ShardscopeStage", {configurable: true,
+        set(stage) { stage.fetchAtRest = () => {}; this.__stage = stage; },
+        get() { return this.__stage; }});""")
+
+
+def settle(page) -> None:
+    """Wait until the page has fetched every state it asks for at rest."""
+    for _ in range(600):
+        if page.evaluate("() => !!(window.ShardscopeStage && ShardscopeStage.settled() && "
+                         "ShardscopeStage.keptCount() > 0)"):
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError("the states one change away were not fetched within 60 s")
+
+
+def wait_until_kept(page, pattern: str) -> None:
+    """Wait until the page holds a state whose URL matches ``pattern``."""
+    for _ in range(600):
+        if any(re.search(pattern, url) for url in page.evaluate(
+                "() => window.ShardscopeStage ? ShardscopeStage.keptUrls() : []")):
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError(f"no state matching {pattern} was fetched within 60 s")
+
+
 def move(page, selector: str, value: int, label: str) -> None:
     drag(page, selector, str(value))
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile(label))
@@ -46,6 +76,7 @@ def test_a_state_shown_before_comes_back_without_a_request(page):
 
 
 def test_the_next_states_of_a_drag_are_fetched_ahead(page):
+    without_fetching_at_rest(page)
     page.goto(page.base + "/collective?world=4")
     seen = stage_requests(page)
     with page.expect_request(lambda r: r.resource_type == "fetch" and "world=7" in r.url):
@@ -63,6 +94,7 @@ def test_the_next_states_of_a_drag_are_fetched_ahead(page):
 def test_a_guess_moves_the_dependent_sliders_as_the_form_does(page):
     # ffn must stay a multiple of tp, so each step of tp moves ffn too: the state fetched ahead
     # for tp 4 is the one the form then asks for, ffn included
+    without_fetching_at_rest(page)
     page.goto(page.base + "/tensor-parallel?block=column&tp=2&ffn=16")
     with page.expect_request(lambda r: r.resource_type == "fetch" and "tp=4&" in r.url) as ahead:
         move(page, 'input[name="tp"]', 3, "tp 3|3 ranks")
@@ -74,6 +106,46 @@ def test_a_guess_moves_the_dependent_sliders_as_the_form_does(page):
     assert page.locator("#f-ffn").input_value() == guessed_ffn
     assert int(guessed_ffn) % 4 == 0
     expect(page).to_have_url(re.compile(rf"tp=4&.*ffn={guessed_ffn}&"))
+
+
+def test_states_one_change_away_are_fetched_while_the_page_rests(page):
+    ahead: list[tuple[str, str]] = []
+    page.on("request", lambda r: ahead.append((r.headers.get("x-fetch-ahead"), r.url))
+            if r.headers.get("x-fetch-ahead") else None)
+    page.goto(page.base + "/collective?world=4")
+    settle(page)
+    # the key slider's track, nearest first, one step of every other slider, every chip
+    rest = [url for kind, url in ahead if kind == "rest"]
+    worlds = [int(re.search(r"world=(\d+)", url).group(1)) for url in rest
+              if "op=all_reduce&" in url and "count=8&" in url and "alpha_us=5&" in url]
+    assert worlds[:4] == [5, 3, 6, 2], worlds
+    assert {7, 16, 40, 64} <= set(worlds)
+    assert any("op=all_gather&" in url for url in rest)            # a chip
+    assert any("count=9&" in url or "count=7&" in url for url in rest)  # another slider's step
+    seen = stage_requests(page)
+    move(page, WORLD, 40, "40 ranks")                               # a click along the track
+    assert not [url for kind, url in seen if kind == "xhr"], seen
+    wait_until_kept(page, r"op=broadcast&.*world=40&")              # a look at 40 ranks …
+    page.get_by_text("Broadcast", exact=True).first.click()         # … then a chip
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label",
+                                                       re.compile("broadcast · ring · 40 ranks"))
+    expect(page).to_have_url(re.compile(r"op=broadcast&.*world=40"))
+    assert not [url for kind, url in seen if kind == "xhr"], seen
+
+
+def test_a_rejected_state_fetched_at_rest_is_shown_without_a_failed_load(page):
+    # 16 tokens do not split over cp = 3 ranks. The page fetched that state at rest (a 200 that
+    # says 422), so the move shows its problem from memory, and the browser logs no failed load
+    # (the page fixture fails on any console error).
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url) if r.resource_type == "xhr" else None)
+    page.goto(page.base + "/context-parallel")
+    wait_until_kept(page, r"[?&]cp=3&")
+    drag(page, 'input[data-target="cp"]', "1")                      # the stops 2, 3, 4 …: cp 3
+    expect(page.locator(".problems")).to_contain_text("seq (16) must be divisible by cp (3)")
+    drag(page, 'input[data-target="cp"]', "0")                      # and back: cp 2
+    expect(page.locator(".problems")).to_have_count(0)
+    assert not seen, seen
 
 
 # One move, and what the panels' style was when htmx settled it (before the frame is painted).
