@@ -1,5 +1,11 @@
 """Measurements in Chromium: slider → repaint (a drag back and forth, then jumps to states the
-page has not shown), and what a first page load transfers."""
+page has not shown: clicks along the key slider's track and on the chips), and what a first page
+load transfers.
+
+Each page is opened as a first visit (a fresh browser context: empty HTTP cache) and left alone
+for as long as a person reads it before touching a control, up to READING_S: the page fetches
+the states one change away meanwhile (static/js/controls.js, stage.js), and the bench records how
+many it had when the moves began and how many jumps still went to the server."""
 
 from __future__ import annotations
 
@@ -58,6 +64,57 @@ async ({moves}) => {
 """
 
 
+# One click on each of ``selectors`` (a chip: a radio's label), timed as a move.
+MEASURE_CLICKS = """
+async ({selectors}) => {
+  const times = [];
+  for (const sel of selectors) {
+    const radio = document.querySelector(sel);
+    if (!radio || radio.disabled || radio.checked) continue;
+    const painted = new Promise(resolve => document.body.addEventListener("htmx:afterSettle",
+      () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0)),
+      {once: true}));
+    const t0 = performance.now();
+    radio.click();
+    times.push(await painted - t0);
+    await new Promise(r => setTimeout(r, 40));
+  }
+  return times;
+}
+"""
+
+READING_S = 12.0
+"""How long the bench leaves a freshly opened page alone before it moves a slider, at most: a
+person reads the title, the lede and the first caption first. It moves sooner once the page has
+fetched every state one change away (ShardscopeStage.settled())."""
+
+SETTLED = "() => !!(window.ShardscopeStage && ShardscopeStage.settled() && performance.now() > 800)"
+
+
+def read_page(page) -> float:
+    """Wait as a reading person does (see READING_S); the seconds waited."""
+    import time
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < READING_S and not page.evaluate(SETTLED):
+        time.sleep(0.1)
+    return time.monotonic() - t0
+
+
+def chip_selectors(page, limit: int = 6) -> list[str]:
+    """Up to ``limit`` chips (radios) of the form that are not chosen, one per option, from the
+    first chip rows: a click on each lands on a state not shown."""
+    return page.evaluate("""(limit) => {
+      const out = [];
+      document.querySelectorAll('form.controls fieldset.radios').forEach(set => {
+        set.querySelectorAll('input[type="radio"]').forEach(r => {
+          if (!r.checked && !r.disabled && out.length < limit)
+            out.push(`input[type="radio"][name="${r.name}"][value="${r.value}"]`);
+        });
+      });
+      return out;
+    }""", limit)
+
+
 def control_selector(name: str) -> str:
     """The control a person moves for parameter ``name``: its range input, the range input that
     drives its hidden input (a list or log₂ slider), or its select."""
@@ -99,8 +156,9 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
                              "repaint_p95_ms": percentile(floor, 95)}
         page.close()
         for scene in scenes:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            sizes, foreign = [], []
+            context = browser.new_context(viewport={"width": 1600, "height": 1000})
+            page = context.new_page()
+            sizes, foreign, asked = [], [], []
 
             def finished(request):
                 sizes.append(request.sizes())
@@ -114,6 +172,8 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
             page.remove_listener("requestfinished", finished)
             transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in sizes)
             requests = len(sizes)
+            read_s = read_page(page)
+            fetched_at_rest = page.evaluate("() => ShardscopeStage.keptCount()")
             selector = control_selector(scene.key_slider)
             control = page.locator(selector).first
             is_select = control.evaluate("el => el.tagName") == "SELECT"
@@ -126,17 +186,25 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
                 start = int(float(control.input_value()))
                 values = slider_values(max(low, start), high, moves)
             times = page.evaluate(MEASURE_MOVES, {"selector": selector, "values": values})
+            # the person's own requests (htmx's XMLHttpRequest) during the jumps: those answered
+            # by the server on the spot rather than from what the page fetched ahead
+            page.on("request", lambda r: asked.append(r.url) if r.resource_type == "xhr" else None)
             jumped = []
             if not is_select:
                 targets = jump_values(low, high, values + [start], jumps, scene.slug)
                 if len(targets) >= jumps // 2:
                     jumped = page.evaluate(MEASURE_MOVES, {"selector": selector,
                                                            "values": targets})
+            jumped += page.evaluate(MEASURE_CLICKS, {"selectors": chip_selectors(page)})
             results[scene.slug] = {
                 "first_load_bytes": transferred, "first_load_requests": requests,
                 "foreign_requests": len(foreign), "slider": scene.key_slider,
                 "moves": len(times), "repaint_p50_ms": percentile(times, 50),
-                "repaint_p95_ms": percentile(times, 95), "jump_ms": jumped}
-            page.close()
+                "repaint_p95_ms": percentile(times, 95), "jump_ms": jumped,
+                "jump_p50_ms": percentile(jumped, 50) if jumped else None,
+                "jump_p95_ms": percentile(jumped, 95) if jumped else None,
+                "jumps_from_server": len(asked), "read_s": read_s,
+                "fetched_at_rest": fetched_at_rest}
+            context.close()
         browser.close()
     return results
