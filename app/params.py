@@ -49,12 +49,14 @@ class Control:
     (``field(model, "preset", v.preset, options=presets)``), and extra attributes per option
     (``option_attrs={"tree": 'data-ops="all_reduce"'}``). ``flag`` is a bool drawn as a checkbox
     (a bool drawn as two chips is a ``choice`` with ``options={False: "off", True: "on"}``).
+    ``text`` is a typed string; its ``options`` are suggestions (a datalist) and its maxlength
+    is the field's max_length.
     """
 
     label: str
     help: str = ""
     unit: str = ""
-    kind: Literal["slider", "number", "log2", "values", "choice", "flag"] = "slider"
+    kind: Literal["slider", "number", "log2", "values", "choice", "flag", "text"] = "slider"
     bounds: tuple[float, float] | None = None
     step: float | str = 1
     values: tuple[int, ...] | None = None
@@ -66,8 +68,10 @@ class Control:
             raise ValueError(f"{self.label}: values go with kind='values' and only with it")
         if self.kind == "log2" and self.bounds is None:
             raise ValueError(f"{self.label}: a log2 slider needs its exponent bounds")
-        if self.kind != "choice" and (self.options is not None or self.widget != "radios"):
-            raise ValueError(f"{self.label}: options and widget go with kind='choice'")
+        if self.widget != "radios" and self.kind != "choice":
+            raise ValueError(f"{self.label}: a widget goes with kind='choice'")
+        if self.options is not None and self.kind not in ("choice", "text"):
+            raise ValueError(f"{self.label}: options go with kind='choice' or 'text'")
         if self.options is not None:   # frozen and hashable: ((value, text), …)
             items = (self.options.items() if isinstance(self.options, Mapping)
                      else ((v, str(v)) for v in self.options))
@@ -97,6 +101,12 @@ def option_value(value: Any) -> str:
 
 
 def _control(model: type[BaseModel], name: str, spec: Control) -> dict:
+    if spec.kind == "text":
+        longest = [m.max_length for m in _unwrap(model.model_fields[name])[1]
+                   if getattr(m, "max_length", None) is not None]
+        return {"name": name, "kind": "text", "label": spec.label, "help": spec.help,
+                "options": [v for v, _ in spec.options or ()],
+                "maxlength": longest[0] if longest else None}
     if spec.kind in ("choice", "flag"):
         annotation = _unwrap(model.model_fields[name])[0]
         options = spec.options

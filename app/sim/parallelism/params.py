@@ -75,7 +75,13 @@ class ParallelismParams(SceneParams):
     # GPUs in one node: ranks r // gpus_per_node share a node
     gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
                                           help="Rank r runs on node r // gpus_per_node.")] = 4
-    order: Order = "tp-cp-ep-dp-pp"    # Megatron-LM's rank order, fastest-varying axis first
+    # Megatron-LM's rank order, fastest-varying axis first
+    order: Annotated[Order, Control(
+        "Order (fastest first)", kind="text",
+        options=("tp-cp-ep-dp-pp", "tp-cp-pp-ep-dp", "cp-tp-ep-dp-pp", "dp-cp-ep-tp-pp",
+                 "pp-tp-cp-ep-dp", "pp-dp-ep-cp-tp"),
+        help="tp, cp, ep, dp and pp once each, joined by “-”. Megatron-LM's default "
+             "tp-cp-ep-dp-pp keeps consecutive ranks in one TP group.")] = "tp-cp-ep-dp-pp"
     # the model whose traffic the panel counts
     model: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "llama3-8b"
     # experts per MoE layer (each the preset's MLP); 1: dense
