@@ -87,8 +87,8 @@ def control_spec(model: type[BaseModel], name: str) -> Control | None:
 def control(model: type[BaseModel], name: str) -> dict:
     """What a template needs to draw ``model.name``'s control: name, kind, label, help, unit,
     min, max, step and values (``log2``: min and max are exponents; ``values``: min and max are
-    the first and last value); a ``choice``: widget, boolean and options, [(value as the query
-    carries it, text)]. A field without a :class:`Control` is an error."""
+    the first and last value); a ``choice``: widget, boolean, options [(value as the query
+    carries it, text)] and listed (whether the model lists them or they are its Literal's). A field without a :class:`Control` is an error."""
     spec = control_spec(model, name)
     if spec is None:
         raise KeyError(f"{model.__name__}.{name} has no Control")
@@ -114,6 +114,7 @@ def _control(model: type[BaseModel], name: str, spec: Control) -> dict:
             options = tuple((v, str(v)) for v in get_args(annotation))
         return {"name": name, "kind": spec.kind, "label": spec.label, "help": spec.help,
                 "widget": spec.widget, "boolean": annotation is bool,
+                "listed": spec.options is not None,
                 "options": [(option_value(v), text) for v, text in options or ()]}
     if spec.values is not None:
         low, high = spec.values[0], spec.values[-1]
