@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from app.sim.memory.fit import GPUS
 from app.sim.models import PRESETS
 
 
@@ -40,21 +41,41 @@ class Control:
     ``values``). ``bounds`` is the control's (low, high) where it is narrower than the field's
     validation range; None takes the field's own ge/gt and le/lt. ``step`` is a number or "any".
     ``help`` is also the field's description (JSON schema) where its type gives none.
+
+    ``choice`` is one of a few values, drawn as ``widget`` ``radios`` (chips) or ``select``;
+    ``options`` are its values with their texts, ``{"ring": "Ring", "tree": "Tree"}`` (or a
+    sequence of values shown as themselves, ``(1, 2, 4, 8)``), or None: the field's Literal
+    values, shown as themselves. A page may pass a list computed at render time instead
+    (``field(model, "preset", v.preset, options=presets)``), and extra attributes per option
+    (``option_attrs={"tree": 'data-ops="all_reduce"'}``). ``flag`` is a bool drawn as a checkbox
+    (a bool drawn as two chips is a ``choice`` with ``options={False: "off", True: "on"}``).
+    ``text`` is a typed string; its ``options`` are suggestions (a datalist) and its maxlength
+    is the field's max_length.
     """
 
     label: str
     help: str = ""
     unit: str = ""
-    kind: Literal["slider", "number", "log2", "values"] = "slider"
+    kind: Literal["slider", "number", "log2", "values", "choice", "flag", "text"] = "slider"
     bounds: tuple[float, float] | None = None
     step: float | str = 1
     values: tuple[int, ...] | None = None
+    options: Any = None
+    widget: Literal["radios", "select"] = "radios"
 
     def __post_init__(self):
         if (self.kind == "values") != (self.values is not None):
             raise ValueError(f"{self.label}: values go with kind='values' and only with it")
         if self.kind == "log2" and self.bounds is None:
             raise ValueError(f"{self.label}: a log2 slider needs its exponent bounds")
+        if self.widget != "radios" and self.kind != "choice":
+            raise ValueError(f"{self.label}: a widget goes with kind='choice'")
+        if self.options is not None and self.kind not in ("choice", "text"):
+            raise ValueError(f"{self.label}: options go with kind='choice' or 'text'")
+        if self.options is not None:   # frozen and hashable: ((value, text), …)
+            items = (self.options.items() if isinstance(self.options, Mapping)
+                     else ((v, str(v)) for v in self.options))
+            object.__setattr__(self, "options", tuple(items))
 
 
 def control_spec(model: type[BaseModel], name: str) -> Control | None:
@@ -66,10 +87,35 @@ def control_spec(model: type[BaseModel], name: str) -> Control | None:
 def control(model: type[BaseModel], name: str) -> dict:
     """What a template needs to draw ``model.name``'s control: name, kind, label, help, unit,
     min, max, step and values (``log2``: min and max are exponents; ``values``: min and max are
-    the first and last value). A field without a :class:`Control` is an error."""
+    the first and last value); a ``choice``: widget, boolean, options [(value as the query
+    carries it, text)] and listed (whether the model lists them or they are its Literal's). A field without a :class:`Control` is an error."""
     spec = control_spec(model, name)
     if spec is None:
         raise KeyError(f"{model.__name__}.{name} has no Control")
+    return _control(model, name, spec)
+
+
+def option_value(value: Any) -> str:
+    """An option's value as the query string carries it: true/false, "" for None."""
+    return "" if value is None else _query_value(value)
+
+
+def _control(model: type[BaseModel], name: str, spec: Control) -> dict:
+    if spec.kind == "text":
+        longest = [m.max_length for m in _unwrap(model.model_fields[name])[1]
+                   if getattr(m, "max_length", None) is not None]
+        return {"name": name, "kind": "text", "label": spec.label, "help": spec.help,
+                "options": [v for v, _ in spec.options or ()],
+                "maxlength": longest[0] if longest else None}
+    if spec.kind in ("choice", "flag"):
+        annotation = _unwrap(model.model_fields[name])[0]
+        options = spec.options
+        if options is None and get_origin(annotation) is Literal:
+            options = tuple((v, str(v)) for v in get_args(annotation))
+        return {"name": name, "kind": spec.kind, "label": spec.label, "help": spec.help,
+                "widget": spec.widget, "boolean": annotation is bool,
+                "listed": spec.options is not None,
+                "options": [(option_value(v), text) for v, text in options or ()]}
     if spec.values is not None:
         low, high = spec.values[0], spec.values[-1]
     elif spec.bounds is not None:
@@ -204,6 +250,9 @@ Seed = Annotated[int, Field(ge=0, le=2**31 - 1, description="seed of the random 
 World = Annotated[int, Field(ge=2, le=64, description="number of ranks in the group")]
 Rank = Annotated[int, Field(ge=0, le=63, description="a rank id")]
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
+DTYPE_TEXTS = {"fp32": "fp32 (4 bytes)", "bf16": "bf16 (2 bytes)", "fp16": "fp16 (2 bytes)",
+               "fp8": "fp8 (1 byte)"}
+"""A dtype's option text on the pages."""
 
 AlphaUs = Annotated[float, Field(ge=0, le=1000, description="latency per message, µs")]
 IntraNodeGBs = Annotated[float, Field(ge=0.1, le=10000,
@@ -244,6 +293,7 @@ Recompute = Literal["none", "selective", "full"]
 Optimizer = Literal["sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit"]
 Precision = Literal["fp32", "mixed"]          # mixed: 16-bit params and grads, fp32 master/states
 GpuModel = Literal["a100-40", "a100-80", "h100-80", "h200-141", "mi300x-192"]
+GPU_TEXTS = {key: gpu.name for key, gpu in GPUS.items()}  # "A100 40 GB": a GPU's option text
 Steps = Annotated[int, Field(ge=1, le=64, description="optimizer steps")]
 LearningRate = Annotated[float, Field(gt=0, le=10, description="learning rate")]
 WeightDecay = Annotated[float, Field(ge=0, le=1, description="weight-decay coefficient λ")]

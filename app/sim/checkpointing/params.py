@@ -34,7 +34,8 @@ SIZES = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 
 
 class CheckpointParams(SceneParams):
-    preset: ModelPreset = "gpt2"                 # model shape; the sizes below override it
+    # model shape; the sizes below override it
+    preset: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "gpt2"
     # L (default: the preset's)
     layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
     # h
@@ -52,9 +53,16 @@ class CheckpointParams(SceneParams):
     # b: sequences per micro-batch
     micro_batch: Annotated[MicroBatch, Control(
         "Micro-batch b", help="Sequences per forward/backward pass.", bounds=(1, 64))] = 4
-    tp: Tp = 1                                # tensor-parallel size t
-    sequence_parallel: bool = False           # split LayerNorm/dropout activations over t too
-    recompute: Recompute = "full"             # none, selective, or full
+    # tensor-parallel size t
+    tp: Annotated[Tp, Control("Tensor parallel t", kind="choice", widget="select",
+                           options=(1, 2, 4, 8, 16, 32, 64))] = 1
+    # split LayerNorm/dropout activations over t too
+    sequence_parallel: Annotated[bool, Control("Sequence parallelism", kind="choice", options={False: "off", True: "on"})] = False
+    # none, selective, or full
+    recompute: Annotated[Recompute, Control(
+        "Recompute", kind="choice",
+        help="Selective recomputes the attention scores only (Korthikanti et al. 2022); full "
+             "recomputes whole layers from checkpoints.")] = "full"
     # k: full recompute checkpoints every k-th layer (the slider: up to 48 or the model's layers)
     recompute_layers: Annotated[RecomputeLayers, Control(
         "Checkpoint every k layers",
@@ -64,7 +72,9 @@ class CheckpointParams(SceneParams):
     # micro-batches per optimizer step
     grad_accum: Annotated[GradAccum, Control(
         "Accumulation steps", help="Micro-batches per optimizer step.", bounds=(1, 64))] = 8
-    dp: Dp = 8                                # data-parallel replicas
+    # data-parallel replicas
+    dp: Annotated[Dp, Control("Data-parallel replicas", kind="choice", widget="select",
+                           options=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))] = 8
     # per GPU (≈ 40% of an H100's 989 dense BF16)
     achieved_tflops: Annotated[Tflops, Control(
         "Achieved TFLOP/s per GPU",

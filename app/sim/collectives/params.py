@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from app.params import (
+    DTYPE_TEXTS,
     AlphaUs,
     Control,
     Dtype,
@@ -41,8 +42,17 @@ Count = Annotated[int, Field(ge=1, le=65536, description="elements of the full l
 
 
 class CollectiveParams(SceneParams):
-    op: Op = "all_reduce"                     # the collective, with torch.distributed semantics
-    algorithm: Algorithm = "ring"             # how the ranks exchange chunks
+    # the collective, with torch.distributed semantics
+    op: Annotated[Op, Control("Collective", kind="choice", options={
+        "all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather",
+        "broadcast": "Broadcast", "reduce": "Reduce", "all_to_all": "All-to-All"})] = "all_reduce"
+    # how the ranks exchange chunks
+    algorithm: Annotated[Algorithm, Control(
+        "Algorithm", kind="choice",
+        options={"ring": "Ring", "tree": "Double binary tree",
+                 "halving_doubling": "Halving-doubling", "direct": "Direct (pairwise)"},
+        help="Tree and halving-doubling implement AllReduce; direct implements All-to-All; "
+             "halving-doubling needs a power-of-two number of ranks.")] = "ring"
     # ranks taking part
     world: Annotated[World, Control("Ranks", help="GPUs in the group (world size).")] = 4
     # elements of the full logical tensor; the slider stops at 128, where every op and algorithm
@@ -57,7 +67,8 @@ class CollectiveParams(SceneParams):
         kind="number")] = 0
     # broadcast's source / reduce's destination
     root: Annotated[Rank, Control("Root rank")] = 0  # the slider stops at world - 1
-    dtype: Dtype = "fp32"                     # element type, for bytes and time
+    # element type, for bytes and time
+    dtype: Annotated[Dtype, Control("Element type", kind="choice", widget="select", options=DTYPE_TEXTS)] = "fp32"
     # α: latency of one message
     alpha_us: Annotated[AlphaUs, Control(
         "Latency α", help="Fixed cost of every message.", unit="µs", bounds=(0, 50),
@@ -70,8 +81,11 @@ class CollectiveParams(SceneParams):
     inter_node_gbs: Annotated[InterNodeGBs, Control(
         "InfiniBand", help="Bandwidth between nodes (400 Gb/s ≈ 50 GB/s).", unit="GB/s",
         bounds=(1, 400))] = 50.0
-    gpus_per_node: GpusPerNode = 8            # ranks per node; ring links between nodes are slower
-    cost_bytes: SizeBytes = 64 * 2**20        # message size for the cost panel
+    # ranks per node; ring links between nodes are slower
+    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
+                                   options=(1, 2, 4, 8, 16, 32, 64))] = 8
+    # message size for the cost panel
+    cost_bytes: Annotated[SizeBytes, Control("Message size for the cost panel", kind="choice", widget="select")] = 64 * 2**20
 
     @model_validator(mode="after")
     def _consistent(self) -> CollectiveParams:

@@ -17,8 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app.params import (AlphaUs, Control, GpuModel, GpuTflops, GpusPerNode, Heads,
-                        InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, MicroBatch, ModelPreset,
+from app.params import (GPU_TEXTS, AlphaUs, Control, GpuModel, GpuTflops, GpusPerNode,
+                        Heads, InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, MicroBatch, ModelPreset,
                         Recompute, SceneParams, Seed, Seq, divisors_near, multiples_near,
                         suggest)
 
@@ -46,7 +46,14 @@ worker's command line and the check's comparison are derived from this list."""
 
 
 class ContextParallelParams(SceneParams):
-    method: Method = "ring"                 # how each query meets every key (Megatron cp_comm_type)
+    # how each query meets every key (Megatron cp_comm_type)
+    method: Annotated[Method, Control(
+        "Method (Megatron cp_comm_type)", kind="choice",
+        options={"ring": "ring (p2p)", "all_gather": "all-gather", "ulysses": "Ulysses (a2a)",
+                 "hybrid": "hybrid"},
+        help="Ring: K/V blocks travel round the ranks. All-gather: every rank gathers all K/V "
+             "(Llama 3). Ulysses: all-to-all from tokens to heads. Hybrid: Ulysses inside groups × "
+             "ring across them.")] = "ring"
     # context-parallel size: ranks sharing one sequence
     cp: Annotated[Cp, Control(
         "Context-parallel ranks cp", kind="values", values=CP_STOPS,
@@ -71,11 +78,20 @@ class ContextParallelParams(SceneParams):
     # d: dimensions per head (≤ 16)
     head_dim: Annotated[HeadDim, Control("Head dimension d", bounds=(1, MAX_HEAD_DIM),
                                          help="Numbers per head vector (1–16).")] = 4
-    causal: bool = True                     # a token attends to itself and earlier tokens only
-    balance: Balance = "none"               # none: contiguous blocks; zigzag: chunks r and 2cp−1−r
+    # a token attends to itself and earlier tokens only
+    causal: Annotated[bool, Control(
+        "Mask", kind="choice", options={True: "causal", False: "none (full)"},
+        help="Causal: a token attends to itself and earlier tokens; blocks above the diagonal "
+             "are skipped.")] = True
+    # none: contiguous blocks; zigzag: chunks r and 2cp−1−r
+    balance: Annotated[Balance, Control(
+        "Layout", kind="choice", options={"none": "contiguous", "zigzag": "zigzag"},
+        help="Zigzag (Megatron): 2·cp chunks, rank r holds chunks r and 2·cp−1−r, so the causal "
+             "work is even.")] = "none"
     # seed of Q, K and V
     seed: Annotated[Seed, Control("Seed", kind="number", help="Of the seeded Q, K and V.")] = 0
-    preset: ModelPreset = "llama3-8b"       # the real model of the memory and time panels
+    # the real model of the memory and time panels
+    preset: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "llama3-8b"
     # tokens of one sequence at scale (Llama 3: 128k)
     context: Annotated[Seq, Control(
         "Context at scale", kind="log2", bounds=(10, 20), step=1,
@@ -83,8 +99,13 @@ class ContextParallelParams(SceneParams):
     # sequences per micro-batch b at scale
     micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="number", bounds=(1, 64),
                                                help="Sequences per micro-batch at scale.")] = 1
-    recompute: Recompute = "selective"      # none: keep the s² softmax; selective: FlashAttention
-    gpu: GpuModel = "h100-80"               # the GPU of the wall and of the overlap condition
+    # none: keep the s² softmax; selective: FlashAttention
+    recompute: Annotated[Recompute, Control(
+        "Attention kept for backward", kind="choice", widget="select",
+        options={"none": "none: the s² softmax", "selective": "FlashAttention statistics",
+                 "full": "full recompute"})] = "selective"
+    # the GPU of the wall and of the overlap condition
+    gpu: Annotated[GpuModel, Control("GPU", kind="choice", widget="select", options=GPU_TEXTS)] = "h100-80"
     # matmul rate (empty: the GPU's dense BF16 peak)
     gpu_tflops: Annotated[GpuTflops | None, Control(
         "Matmul TFLOP/s", kind="number", help="Empty: the GPU's dense BF16 peak.")] = None

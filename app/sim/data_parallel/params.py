@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import model_validator
 
 from app.params import (
+    DTYPE_TEXTS,
     AlphaUs,
     BucketMb,
     Control,
@@ -33,7 +34,9 @@ Mode = Literal["dp", "ddp", "fsdp"]
 
 
 class DataParallelParams(SceneParams):
-    mode: Mode = "ddp"                        # dp (nn.DataParallel), ddp, or fsdp (ZeRO-3)
+    # dp (nn.DataParallel), ddp, or fsdp (ZeRO-3)
+    mode: Annotated[Mode, Control("Generation", kind="choice",
+                                options={"dp": "DP (DataParallel)", "ddp": "DDP", "fsdp": "FSDP"})] = "ddp"
     # data-parallel ranks (GPUs)
     dp: Annotated[Dp, Control(
         "GPUs (ranks)", help="DataParallel only drives the GPUs of one machine.",
@@ -44,12 +47,21 @@ class DataParallelParams(SceneParams):
         kind="log2", bounds=(-2, 11), step=0.25)] = 25.0
     # pass bucket_cap_mb=25 to DDP: then the first bucket is 25 MiB too (off: at 25 MiB,
     # DDP(model) as is — bucket_cap_mb unset, a first bucket of 1 MiB, then 25 MiB)
-    explicit_cap: bool = False
-    prefetch: bool = True                     # FSDP: gather the next layer while this one computes
-    preset: ModelPreset = "gpt2"                 # the real model whose step is timed
+    explicit_cap: Annotated[bool, Control(
+        "At 25 MiB", kind="choice",
+        options={False: "DDP(model): first bucket 1 MiB", True: "bucket_cap_mb=25"},
+        help="DDP's default leaves bucket_cap_mb unset: a first bucket of 1 MiB, then 25 MiB. Any "
+             "other size is passed as bucket_cap_mb, and then the first bucket is that size too.")] = False
+    # FSDP: gather the next layer while this one computes
+    prefetch: Annotated[bool, Control("Prefetch", kind="choice", options={True: "on", False: "off"},
+                                     help="Gather the next layer while this one computes.")] = True
+    # the real model whose step is timed
+    preset: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "gpt2"
     # sequences per GPU per step (samples, for the tiny model)
     micro_batch: Annotated[MicroBatch, Control("Sequences per GPU", bounds=(1, 32))] = 4
-    dtype: Dtype = "fp32"                     # parameters and gradients on the wire
+    # parameters and gradients on the wire
+    dtype: Annotated[Dtype, Control("Gradients", kind="choice", widget="select",
+                                  options={k: DTYPE_TEXTS[k] for k in ("fp32", "bf16", "fp16")})] = "fp32"
     # achieved per GPU (A100: ~50 % of 312)
     gpu_tflops: Annotated[GpuTflops, Control(
         "GPU throughput", unit="TFLOP/s", bounds=(10, 1000), step=10)] = 150.0
@@ -61,7 +73,9 @@ class DataParallelParams(SceneParams):
     # InfiniBand between nodes (400 Gb/s)
     inter_node_gbs: Annotated[InterNodeGBs, Control(
         "InfiniBand", unit="GB/s", bounds=(1, 400))] = 50.0
-    gpus_per_node: GpusPerNode = 8            # ranks per node (torchrun's --nproc-per-node)
+    # ranks per node (torchrun's --nproc-per-node)
+    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
+                                          options=(1, 2, 4, 8, 16))] = 8
     # training steps of the tiny model
     steps: Annotated[TrainSteps, Control("Training steps")] = 3
     # seed of its initial parameters and data

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import field_validator, model_validator
 
 from app.params import (
+    GPU_TEXTS,
     Control,
     divisors_near,
     suggest,
@@ -40,7 +41,13 @@ SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 
 
 class MemoryParams(SceneParams):
-    preset: ModelPreset = "llama3-8b"         # a published model; the shape fields override it
+    # a published model; the shape fields override it
+    preset: Annotated[ModelPreset, Control(
+        "Model", kind="choice", widget="select",
+        options={"gpt2": "GPT-2 124M", "gpt3-175b": "GPT-3 175B", "llama3-8b": "Llama-3 8B",
+                 "llama3-70b": "Llama-3 70B", "llama3-405b": "Llama-3 405B"},
+        help="GPT: LayerNorm, GeLU, dropout, tied embeddings. Llama 3: RMSNorm, SwiGLU, "
+             "grouped-query attention, untied embeddings, no dropout.")] = "llama3-8b"
     # transformer layers L (empty: the preset's)
     layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
     # hidden size h (empty: the preset's)
@@ -66,17 +73,36 @@ class MemoryParams(SceneParams):
     micro_batch: Annotated[MicroBatch, Control(
         "Micro-batch b", help="Sequences per forward pass; activations grow with it.",
         bounds=(1, 64))] = 1
-    dp: Dp = 8                                # data-parallel size N_d
-    tp: Tp = 1                                # tensor-parallel size t
+    # data-parallel size N_d
+    dp: Annotated[Dp, Control("Data parallel N_d", kind="choice", widget="select",
+                           options=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))] = 8
+    # tensor-parallel size t
+    tp: Annotated[Tp, Control("Tensor parallel t", kind="choice", widget="select",
+                           options=(1, 2, 4, 8, 16, 32, 64),
+                           help="Must divide the heads, key/value heads and MLP size.")] = 1
     # pipeline stages p
     pp: Annotated[Pp, Control(
         "Pipeline stages p", help="Must divide the layers.", kind="number")] = 1
-    zero: ZeroStage = 2                       # ZeRO stage: 1 optimizer, 2 + gradients, 3 + params
-    sequence_parallel: bool = False           # split norms and dropouts along s over the TP group
-    recompute: Recompute = "selective"        # activation recomputation (Korthikanti 2022)
-    optimizer: Optimizer = "adamw"            # what the optimizer keeps per parameter
-    precision: Precision = "mixed"            # mixed: 16-bit params/grads/activations, fp32 master
-    gpu: GpuModel = "h100-80"                 # the GPU to fit on
+    # ZeRO stage: 1 optimizer, 2 + gradients, 3 + params
+    zero: Annotated[ZeroStage, Control(
+        "ZeRO stage", kind="choice", options=(0, 1, 2, 3),
+        help="1 shards optimizer states over N_d, 2 also gradients, 3 also parameters.")] = 2
+    # split norms and dropouts along s over the TP group
+    sequence_parallel: Annotated[bool, Control(
+        "Sequence parallelism", kind="flag",
+        help="Splits norms and dropouts along s over the t GPUs.")] = False
+    # activation recomputation (Korthikanti 2022)
+    recompute: Annotated[Recompute, Control("Recompute", kind="choice")] = "selective"
+    # what the optimizer keeps per parameter
+    optimizer: Annotated[Optimizer, Control(
+        "Optimizer", kind="choice", widget="select",
+        options={"sgd": "SGD", "momentum": "SGD with momentum", "adam": "Adam", "adamw": "AdamW",
+                 "adafactor": "Adafactor", "adam8bit": "8-bit Adam"})] = "adamw"
+    # mixed: 16-bit params/grads/activations, fp32 master
+    precision: Annotated[Precision, Control("Precision", kind="choice",
+                                         options={"mixed": "mixed (bf16 + fp32 master)", "fp32": "fp32"})] = "mixed"
+    # the GPU to fit on
+    gpu: Annotated[GpuModel, Control("GPU", kind="choice", widget="select", options=GPU_TEXTS)] = "h100-80"
 
     @field_validator(*SHAPE_FIELDS, "param_count", mode="before")
     @classmethod

@@ -16,8 +16,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from app.params import (AlphaUs, Control, Dtype, GpusPerNode, Hidden, InterNodeGBs,
-                        IntraNodeGBs, Invalid, SceneParams, Seed, Tokens, multiples_near,
+from app.params import (DTYPE_TEXTS, AlphaUs, Control, Dtype, GpusPerNode, Hidden,
+                        InterNodeGBs, IntraNodeGBs, Invalid, SceneParams, Seed, Tokens, multiples_near,
                         suggest)
 
 MAX_CELLS = 131072
@@ -60,16 +60,31 @@ class MoeParams(SceneParams):
     # T: tokens routed through the layer (all ranks together)
     tokens: Annotated[RoutedTokens, Control("Tokens T", kind="number",
         help="Routed through the layer, all ranks together (a multiple of ep).")] = 16
-    experts: Experts = 8                  # E: routed experts
+    # E: routed experts
+    experts: Annotated[Experts, Control("Experts E", kind="choice", widget="select",
+                                     options=(2, 4, 6, 8, 12, 16, 32, 60, 64, 128, 256),
+                                     help="From 2 to 256.")] = 8
     # k: experts per token
     top_k: Annotated[TopK, Control("Experts per token k", bounds=(1, 16),
         help="1: Switch Transformer; 2: Mixtral, GShard; 8: DeepSeek-V3.")] = 2
     # expert capacity = ceil((T/ep)·k/E · cf); 0: dropless
     capacity_factor: Annotated[CapacityFactor, Control("Capacity factor", bounds=(0, 16), step=0.25,
         help="capacity = ⌈(T/ep)·k/E · factor⌉ per expert per rank; 0: dropless.")] = 1.0
-    drop_policy: DropPolicy = "probs"     # over capacity, drop the lowest-probability or the latest
-    router: RouterKind = "softmax_topk"   # softmax then top-k (Switch, DeepSeek) or top-k then softmax (Mixtral)
-    ep: Ep = 2                            # expert-parallel ranks (divides experts and tokens)
+    # over capacity, drop the lowest-probability or the latest
+    drop_policy: Annotated[DropPolicy, Control(
+        "Over capacity, drop", kind="choice",
+        options={"probs": "lowest probability", "position": "latest tokens"},
+        help="Megatron-LM's --moe-token-drop-policy.")] = "probs"
+    # softmax then top-k (Switch, DeepSeek) or top-k then softmax (Mixtral)
+    router: Annotated[RouterKind, Control(
+        "Gate weights", kind="choice",
+        options={"softmax_topk": "softmax → top-k", "topk_softmax": "top-k → softmax"},
+        help="Softmax over all experts, keep the k largest (Switch, DeepSeek); or keep the k "
+             "largest logits and softmax over them (Mixtral: weights sum to 1).")] = "softmax_topk"
+    # expert-parallel ranks (divides experts and tokens)
+    ep: Annotated[Ep, Control("Expert-parallel ranks ep", kind="choice", widget="select",
+                           options=(1, 2, 3, 4, 8, 16, 32, 64),
+                           help="Must divide the experts and the tokens.")] = 2
     # load-balancing loss coefficient (Megatron's default 0.01 … 0.0)
     aux_loss_coeff: Annotated[LossCoeff, Control("Load-balancing coefficient α", kind="number", step=0.001,
         help="Megatron's --moe-aux-loss-coeff.")] = 0.01
@@ -99,14 +114,17 @@ class MoeParams(SceneParams):
     # tokens per rank per micro-batch in that model
     cost_tokens: Annotated[Tokens, Control("Tokens per rank", kind="number",
         help="Per micro-batch, the routing above scaled to them.")] = 4096
-    dtype: Dtype = "bf16"                 # element type of the dispatched activations
+    # element type of the dispatched activations
+    dtype: Annotated[Dtype, Control("Element type", kind="choice", widget="select", options=DTYPE_TEXTS)] = "bf16"
     # α: latency of one message
     alpha_us: Annotated[AlphaUs, Control("Latency α (µs)", kind="number", step=0.5)] = 5.0
     # β⁻¹ inside a node (NVLink)
     intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink (GB/s)", kind="number", step=0.1)] = 300.0
     # β⁻¹ between nodes (InfiniBand)
     inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand (GB/s)", kind="number", step=0.1)] = 50.0
-    gpus_per_node: GpusPerNode = 8        # ranks per node
+    # ranks per node
+    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
+                                          options=(1, 2, 4, 8, 16, 32, 64))] = 8
 
     @model_validator(mode="after")
     def _consistent(self) -> MoeParams:

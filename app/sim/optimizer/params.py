@@ -28,8 +28,15 @@ Eps = Annotated[float, Field(gt=0, le=1, description="ε, added to √v̂")]
 
 
 class OptimizerParams(SceneParams):
-    optimizer: Optimizer = "adamw"            # update rule: sgd, momentum, adam, adamw
-    precision: Precision = "mixed"            # mixed: bf16 weights/grads, fp32 master and states
+    # update rule: sgd, momentum, adam, adamw
+    optimizer: Annotated[Optimizer, Control(
+        "Optimizer", kind="choice",
+        options={"sgd": "SGD", "momentum": "Momentum", "adam": "Adam", "adamw": "AdamW"})] = "adamw"
+    # mixed: bf16 weights/grads, fp32 master and states
+    precision: Annotated[Precision, Control(
+        "Precision", kind="choice", options={"fp32": "fp32", "mixed": "mixed (bf16 + fp32 master)"},
+        help="Mixed: the model holds bf16 weights and gradients; the optimizer holds an fp32 "
+             "master copy and its states.")] = "mixed"
     # parameters in the vector
     size: Annotated[VectorSize, Control(
         "Parameters",
@@ -59,8 +66,10 @@ class OptimizerParams(SceneParams):
     # seed of the quadratic and the starting point
     seed: Annotated[Seed, Control(
         "Seed", help="Seeds the quadratic loss and the starting point.", kind="number")] = 0
-    param_count: ParamCount = 7_500_000_000   # Ψ for the ZeRO panel (ZeRO Table 1's 7.5B model)
-    dp: Dp = 64                               # N_d for the ZeRO panel (Table 1's 64 GPUs)
+    # Ψ for the ZeRO panel (ZeRO Table 1's 7.5B model)
+    param_count: Annotated[ParamCount, Control("Model parameters Ψ", kind="choice", widget="select")] = 7_500_000_000
+    # N_d for the ZeRO panel (Table 1's 64 GPUs)
+    dp: Annotated[Dp, Control("Data-parallel GPUs N_d", kind="choice", widget="select")] = 64
 
     @model_validator(mode="after")
     def _consistent(self) -> OptimizerParams:

@@ -72,20 +72,34 @@ class ParallelismParams(SceneParams):
     # expert-parallel size, carved out of dp·cp
     ep: Annotated[Ep, _size("Expert parallel ep", Ep, "Carved out of dp·cp (must divide it and "
                                                  "the experts).")] = 2
-    gpus_per_node: GpusPerNode = 4     # GPUs in one node: ranks r // gpus_per_node share a node
-    order: Order = "tp-cp-ep-dp-pp"    # Megatron-LM's rank order, fastest-varying axis first
-    model: ModelPreset = "llama3-8b"   # the model whose traffic the panel counts
+    # GPUs in one node: ranks r // gpus_per_node share a node
+    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
+                                          help="Rank r runs on node r // gpus_per_node.")] = 4
+    # Megatron-LM's rank order, fastest-varying axis first
+    order: Annotated[Order, Control(
+        "Order (fastest first)", kind="text",
+        options=("tp-cp-ep-dp-pp", "tp-cp-pp-ep-dp", "cp-tp-ep-dp-pp", "dp-cp-ep-tp-pp",
+                 "pp-tp-cp-ep-dp", "pp-dp-ep-cp-tp"),
+        help="tp, cp, ep, dp and pp once each, joined by “-”. Megatron-LM's default "
+             "tp-cp-ep-dp-pp keeps consecutive ranks in one TP group.")] = "tp-cp-ep-dp-pp"
+    # the model whose traffic the panel counts
+    model: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "llama3-8b"
     # experts per MoE layer (each the preset's MLP); 1: dense
     experts: Annotated[Experts, _size("Experts per MoE layer", Experts, "1: a dense model (no EP "
                                                                       "traffic).")] = 8
     # experts per token: what the EP all-to-all carries
     top_k: Annotated[TopK, Control("Top-k", help="Experts each token goes to.")] = 2
-    seq: Seq = 4096                    # tokens of one sequence
+    # tokens of one sequence
+    seq: Annotated[Seq, Control("Sequence s", kind="choice", widget="select",
+                             options=(1024, 2048, 4096, 8192, 16384, 32768, 131072))] = 4096
     # sequences in one micro-batch
     micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="number")] = 1
     # micro-batches per step (activations move once each)
     microbatches: Annotated[Microbatches, Control("Micro-batches per step m", kind="number")] = 8
-    sequence_parallel: bool = True     # Megatron's SP: TP all-reduce → all-gather + reduce-scatter
+    # Megatron's SP: TP all-reduce → all-gather + reduce-scatter
+    sequence_parallel: Annotated[bool, Control(
+        "Sequence parallelism", kind="flag",
+        help="TP's all-reduces become all-gathers + reduce-scatters (same bytes).")] = True
     # NVLink per GPU (H100 ≈ 450 GB/s each way)
     intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink GB/s per GPU", kind="number",
                                                     step=0.1)] = 450.0

@@ -27,7 +27,12 @@ MICROBATCH_STOPS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 2
 
 
 class PipelineParams(SceneParams):
-    schedule: ScheduleName = "1f1b"   # the order of forward and backward passes
+    # the order of forward and backward passes
+    schedule: Annotated[ScheduleName, Control(
+        "Schedule", kind="choice",
+        help="GPipe and 1F1B run one stage per rank; interleaved 1F1B v stages per rank; ZB-V and "
+             "DualPipeV two stages in a V. ZB-H1, ZB-V and DualPipeV split the backward into I "
+             "(inputs) and W (weights).")] = "1f1b"
     # p: pipeline ranks (interleaved and V schedules: v stages each)
     stages: Annotated[Pp, Control(
         "Stages p", help="Pipeline ranks. Up to 32 the timeline is drawn pass by pass; beyond, as "

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from app.params import (
+    GPU_TEXTS,
     Control, Ffn, GpuModel, GpusPerNode, Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid,
     KvHeads, Layers, MicroBatch, Pp, Recompute, SceneParams, Seq, Tp, Vocab, ZeroStage,
 )
@@ -26,7 +27,8 @@ AlphaUs = Annotated[float, Field(ge=0, le=1000, description="latency per message
 
 
 class PlannerParams(SceneParams):
-    preset: PlannerPreset = "llama3-70b"   # a dense or MoE preset; shape fields override dense ones
+    # a dense or MoE preset; shape fields override dense ones
+    preset: Annotated[PlannerPreset, Control("Model", kind="choice", widget="select")] = "llama3-70b"
     layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
     hidden: Annotated[Hidden | None, Control("Hidden h", kind="number")] = None
     heads: Annotated[Heads | None, Control("Heads a", kind="number")] = None
@@ -35,7 +37,8 @@ class PlannerParams(SceneParams):
     vocab: Annotated[Vocab | None, Control("Vocabulary V", kind="number")] = None
     seq: Annotated[Seq, Control("Sequence s", kind="number")] = 8192   # tokens per sequence
     gpus: Annotated[Gpus, Control("GPUs", kind="number")] = 512         # the world
-    gpu: GpuModel = "h100-80"              # GPU type: memory and dense BF16 peak
+    # GPU type: memory and dense BF16 peak
+    gpu: Annotated[GpuModel, Control("GPU", kind="choice", widget="select", options=GPU_TEXTS)] = "h100-80"
     # one NVLink domain
     gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="number")] = 8
     # sequences per step
@@ -63,7 +66,9 @@ class PlannerParams(SceneParams):
         help="Pin the ZeRO stage (empty: search).")] = None
     micro_batch: Annotated[MicroBatch | None, Control("micro_batch", kind="number",
                                                       help="Pin the micro-batch (empty: search).")] = None
-    recompute: Recompute | None = None
+    recompute: Annotated[Recompute | None, Control(
+        "recompute", kind="choice", widget="select",
+        options={None: "any", "none": "none", "selective": "selective", "full": "full"})] = None
     schedule: Literal["1f1b", "interleaved_1f1b"] | None = None
     chunks: Annotated[int | None, Field(ge=1, le=8, description="model chunks per rank v")] = None
 

@@ -25,7 +25,9 @@ class PrecisionParams(SceneParams):
     value: Annotated[Value, Control(
         "A number", help="Rounded to nearest (ties to even) in every format by ml_dtypes.",
         kind="number", step="any")] = 0.1
-    format: FormatKey = "bf16"                # the format in focus (highlighted; must hold value)
+    # the format in focus (highlighted; must hold value)
+    format: Annotated[FormatKey, Control("Format in focus", kind="choice", widget="select",
+                                    help="Highlighted; the number must fit in it.")] = "bf16"
     # gradients: log10 |g| ~ N(center, spread²)
     grad_center: Annotated[GradCenter, Control(
         "Median |g|: 10^", help="log10 of the median gradient magnitude.", step=0.1)] = -4.5

@@ -41,7 +41,13 @@ in about 0.25 s)."""
 
 
 class TensorParallelParams(SceneParams):
-    block: Block = "column"                 # which Megatron-LM block runs on the ranks
+    # which Megatron-LM block runs on the ranks
+    block: Annotated[Block, Control(
+        "Block", kind="choice",
+        options={"column": "Column-parallel", "row": "Row-parallel", "mlp": "MLP",
+                 "attention": "Attention", "embedding": "Embedding + loss"},
+        help="Column: W split by columns. Row: by rows, outputs are partial sums. MLP: column "
+             "then row. Attention: heads split. Embedding: the vocabulary split.")] = "column"
     # tensor-parallel size: ranks sharing the block
     tp: Annotated[Tp, Control(
         "Ranks (tp)", help="GPUs sharing the block: the tensor-parallel size.", bounds=(1, 8))] = 2
@@ -63,16 +69,24 @@ class TensorParallelParams(SceneParams):
     # V: vocabulary (embedding block)
     vocab: Annotated[Vocab, Control(
         "Vocabulary V", help="Each rank owns V/tp rows of the embedding.", bounds=(1, 64))] = 16
-    sequence_parallel: bool = False         # split LayerNorm/dropout regions along the sequence
+    # split LayerNorm/dropout regions along the sequence
+    sequence_parallel: Annotated[bool, Control(
+        "Sequence parallelism", kind="choice", options={False: "off", True: "on"},
+        help="Split LayerNorm, dropout and the residual along the sequence: all-reduce becomes "
+             "all-gather + reduce-scatter.")] = False
     # seed of the matrices
     seed: Annotated[Seed, Control(
         "Seed",
         help="The matrices are drawn from this seed: small integers for the linear blocks "
              "(exact sums), one-decimal numbers for the others.",
         kind="number")] = 0
-    preset: ModelPreset = "gpt3-175b"          # the real model of the at-scale panels
-    seq: Seq = 2048                         # s, sequence length at scale (GPT-3's)
-    micro_batch: MicroBatch = 1             # b at scale
+    # the real model of the at-scale panels
+    preset: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "gpt3-175b"
+    # s, sequence length at scale (GPT-3's)
+    seq: Annotated[Seq, Control("Sequence length s", kind="choice", widget="select")] = 2048
+    # b at scale
+    micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="choice", widget="select",
+                                                options=(1, 2, 4, 8, 16))] = 1
     # α: latency of one message
     alpha_us: Annotated[AlphaUs, Control(
         "Latency α", help="Fixed cost of every message.", unit="µs", bounds=(0, 50),
@@ -85,7 +99,9 @@ class TensorParallelParams(SceneParams):
     inter_node_gbs: Annotated[InterNodeGBs, Control(
         "InfiniBand", help="Bandwidth between nodes (400 Gb/s ≈ 50 GB/s).", unit="GB/s",
         bounds=(1, 400))] = 50.0
-    gpus_per_node: GpusPerNode = 8          # GPUs one NVLink domain holds
+    # GPUs one NVLink domain holds
+    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
+                                          options=(1, 2, 4, 8, 16, 32, 64))] = 8
     # sustained bf16 matmul rate (PTD-P: 163 on A100)
     gpu_tflops: Annotated[GpuTflops, Control(
         "GPU throughput",

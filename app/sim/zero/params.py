@@ -35,7 +35,11 @@ from app.sim.tiny_mlp import TinyMLP
 
 
 class ZeroParams(SceneParams):
-    stage: ZeroStage = 2                      # 0 DDP, 1 shard optimizer states, 2 + gradients, 3 + parameters
+    # 0 DDP, 1 shard optimizer states, 2 + gradients, 3 + parameters
+    stage: Annotated[ZeroStage, Control(
+        "ZeRO stage", kind="choice",
+        options={0: "0 · DDP", 1: "1 · P_os", 2: "2 · P_os+g", 3: "3 · P_os+g+p"},
+        help="Stage 1 shards the optimizer states, 2 also the gradients, 3 also the parameters.")] = 2
     # data-parallel ranks N_d
     dp: Annotated[Dp, Control(
         "Data-parallel ranks", help="N_d. The API accepts up to 1024.", bounds=(1, 64))] = 4
@@ -52,9 +56,16 @@ class ZeroParams(SceneParams):
         "Width", help="width² + width parameters per layer.")] = 2
     # samples per rank and step (sequences, for the real model)
     micro_batch: Annotated[MicroBatch, Control("Micro-batch per rank", bounds=(1, 16))] = 2
-    param_count: ParamCount = 7_500_000_000   # Ψ of the real model (ZeRO paper's 7.5 B example)
-    seq: Seq = 2048                           # tokens per sequence of the real model
-    offload: Offload = "none"                 # none, cpu (ZeRO-Offload) or nvme (ZeRO-Infinity)
+    # Ψ of the real model (ZeRO paper's 7.5 B example)
+    param_count: Annotated[ParamCount, Control("Parameters Ψ", kind="choice", widget="select")] = 7_500_000_000
+    # tokens per sequence of the real model
+    seq: Annotated[Seq, Control("Sequence length", kind="choice", widget="select",
+                             options=(512, 1024, 2048, 4096, 8192))] = 2048
+    # none, cpu (ZeRO-Offload) or nvme (ZeRO-Infinity)
+    offload: Annotated[Offload, Control(
+        "Offload", kind="choice",
+        options={"none": "none", "cpu": "CPU (ZeRO-Offload)", "nvme": "NVMe (ZeRO-Infinity)"},
+        help="DeepSpeed offloads to the CPU from stage 1, to NVMe at stage 3 only.")] = "none"
     # achieved per GPU (A100: ~50 % of 312)
     gpu_tflops: Annotated[GpuTflops, Control(
         "GPU throughput", help="Achieved, not peak.", unit="TFLOP/s", bounds=(10, 1000),
@@ -77,7 +88,9 @@ class ZeroParams(SceneParams):
     # InfiniBand between nodes (400 Gb/s)
     inter_node_gbs: Annotated[InterNodeGBs, Control(
         "InfiniBand", unit="GB/s", bounds=(1, 400))] = 50.0
-    gpus_per_node: GpusPerNode = 8            # ranks per node
+    # ranks per node
+    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
+                                          options=(1, 2, 4, 8, 16))] = 8
 
     @model_validator(mode="after")
     def _consistent(self) -> ZeroParams:
