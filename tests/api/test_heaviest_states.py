@@ -125,3 +125,51 @@ def test_heaviest_states_answer_under_5_mb(client, slug, query):
         response = client.get(path)
         assert response.status_code == 200, f"{path}: {response.status_code} (no longer accepted?)"
         assert len(response.content) < LIMIT, f"{path}: {len(response.content) / 1e6:.2f} MB"
+
+
+FRAGMENT_LIMIT = 1_500_000
+"""The stage fragment a slider move swaps in (issue 19): what the drawing allows, well under
+the 5 MB of any response."""
+
+HEAVY_FRAGMENTS = [
+    ("collective", "op=all_reduce&world=64&count=128"),
+    ("collective", "op=all_to_all&algorithm=ring&world=64&count=128"),
+    ("collective", "op=all_to_all&algorithm=direct&world=64&count=128"),
+    ("collective", "op=reduce&world=64&count=128&root=5"),
+    ("collective", "algorithm=tree&world=64&count=128"),
+    ("pipeline", "schedule=zb_h1&stages=64&microbatches=1024"),
+    ("pipeline", "schedule=1f1b&stages=64&microbatches=1024"),
+    ("pipeline", "microbatches=200"),
+    ("context-parallel", "method=ring&cp=64&seq=256&heads=16&kv_heads=16&head_dim=16"
+                         "&balance=zigzag"),
+    ("context-parallel", "method=hybrid&cp=64&ulysses=8&seq=256&heads=16&kv_heads=16"
+                         "&head_dim=16"),
+]
+
+
+@pytest.mark.parametrize("slug,query", HEAVY_FRAGMENTS, ids=[f"{s}?{q}" for s, q in HEAVY_FRAGMENTS])
+def test_heaviest_fragments_stay_small(client, slug, query):
+    response = client.get(f"/{slug}?{query}", headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert len(response.content) < FRAGMENT_LIMIT, f"{len(response.content) / 1e6:.2f} MB"
+
+
+@pytest.mark.parametrize("query", ["op=all_reduce&world=64&count=128",
+                                   "op=all_to_all&algorithm=ring&world=64&count=128"])
+def test_a_64_rank_collective_deck_is_merged_but_keeps_every_cell(query):
+    """At 33+ ranks a frame's cells are a few paths (no element per cell), and every cell of
+    every frame is still there: one subpath per cell the unmerged writer would draw."""
+    import re
+    from app.scenes.collective import deck as view
+    from app.scenes.collective import deck_svg
+    from app.scenes.collective.page import simulate_cached
+    from app.sim.collectives.params import CollectiveParams
+    p = CollectiveParams(**dict(item.split("=") for item in query.split("&")))
+    deck = view.build_deck(simulate_cached(p))
+    assert deck.merged
+    svg = str(deck_svg.render(deck, 0))
+    assert "<rect class=\"cell" not in svg and "<rect class=\"empty" not in svg
+    drawn = sum(d.count("z") for d in re.findall(r'<path class="(?:cell[^"]*|empty)"[^>]* d="([^"]*)"', svg))
+    assert drawn == sum(len(f.cells) for f in deck.frames) > 64 * 64
+    # each step's arrows are drawn once and reused: a ring sends along the same 64 links
+    assert svg.count("<use href=\"#links-") == len(deck.frames) - 1

@@ -33,6 +33,10 @@ MAX_DECK_CELLS = 16384
 """Most cells a deck draws over all its steps: past it (64 ranks exchanging hundreds of
 elements, 9 MB of markup) columns hold longer runs of elements until it fits."""
 STRIPE_LIMIT = 8
+MERGE_RANKS = 33
+"""From this many ranks a row is under 17 units high: no number or tip fits a cell, and a
+frame's cells are drawn as a few paths (:attr:`Deck.merged`), 64 ranks' 12,000 cells in a
+sixth of the markup."""
 COMPLETE = "complete"
 """The fill of a value that sums every rank's input: a CSS class (grey, dark on light themes and
 light on dark ones), so finished chunks stand out from partial sums in either theme."""
@@ -127,6 +131,10 @@ class Deck:
     legend: tuple[tuple[str, str, float], ...]
     font: float
     cell_stroke: float
+    merged: bool = False
+    """Each frame's cells drawn as one path per fill and flight (MERGE_RANKS and beyond): no
+    cell carries a number or a tip at that size, so the same picture needs no element per
+    cell."""
 
 
 def _mask_ranks(mask: int, world: int) -> list[int]:
@@ -152,19 +160,20 @@ class _Palette:
         return fill
 
     def _fill(self, mask: int) -> str:
-        ranks = _mask_ranks(mask, self.world)
-        if not ranks:
+        count = mask.bit_count()
+        if not count:
             return ""
-        if len(ranks) == 1:
-            return rank_colour(ranks[0], self.world)
-        if len(ranks) == self.world:
+        if count == 1:
+            return rank_colour(mask.bit_length() - 1, self.world)
+        if count == self.world:
             return COMPLETE
         if self.world <= STRIPE_LIMIT:
+            ranks = _mask_ranks(mask, self.world)
             if mask not in self.stripes:
                 self.stripes[mask] = Stripes(f"sum-{mask:x}",
                                              tuple(rank_colour(r, self.world) for r in ranks))
             return f"url(#sum-{mask:x})"
-        return ramp(BLUES[2:], len(ranks) / self.world)
+        return ramp(BLUES[2:], count / self.world)
 
     def ink(self, mask: int) -> str:
         ink = self._inks.get(mask)
@@ -173,13 +182,13 @@ class _Palette:
         return ink
 
     def _ink(self, mask: int) -> str:
-        ranks = _mask_ranks(mask, self.world)
-        if len(ranks) == 1:
-            return text_on(rank_colour(ranks[0], self.world))
-        if len(ranks) == self.world:
+        count = mask.bit_count()
+        if count == 1:
+            return text_on(rank_colour(mask.bit_length() - 1, self.world))
+        if count == self.world:
             return ""  # the theme's, with the fill
-        if len(ranks) > 1 and self.world > STRIPE_LIMIT:
-            return text_on(ramp(BLUES[2:], len(ranks) / self.world))
+        if count > 1 and self.world > STRIPE_LIMIT:
+            return text_on(ramp(BLUES[2:], count / self.world))
         return "#000000"  # stripes: black text with a white halo (see CSS .num)
 
 
@@ -349,6 +358,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
                     str(value) if numbers else "", palette.ink(mask), fly[0], fly[1], tip)
 
     frames = []
+    links: dict = {}  # (src, dst, lane) → arrow geometry: a schedule uses the same few links
     n_steps = len(trace.frames) - 1
     for k in range(last + 1):
         frame = trace.frames[k]
@@ -365,7 +375,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
             cells = tuple(
                 cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
                 for r, c in zip(*map(np.ndarray.tolist, np.nonzero(changed_cells))))
-            arrows = _arrows(trace, k, lanes, radius)
+            arrows = _arrows(trace, k, lanes, radius, links)
             header = f"Step {k} of {n_steps} · {frame.phase}"
         frames.append(FrameView(k, header, cells, arrows))
 
@@ -386,7 +396,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
         row_labels, row_swatches, _column_labels(trace, columns, group, col_w),
         _separators(trace, columns, col_of_element, row_y[-1] + row_h),
         _area_labels(trace, columns), tuple(palette.stripes.values()), tuple(frames),
-        _legend(trace), round(font, 1), 2.5 if n <= 16 else 1.0)
+        _legend(trace), round(font, 1), 2.5 if n <= 16 else 1.0, n >= MERGE_RANKS)
 
 
 def _ranges(ranks: list[int]) -> str:
@@ -421,7 +431,8 @@ def _origins(step, columns, col_of_element, row_y):
     return out
 
 
-def _arrows(trace: CollectiveTrace, k: int, lanes, radius: float) -> tuple[Arrow, ...]:
+def _arrows(trace: CollectiveTrace, k: int, lanes, radius: float,
+            links: dict | None = None) -> tuple[Arrow, ...]:
     p = trace.params
     n = p.world
     half = p.count // 2
@@ -440,14 +451,25 @@ def _arrows(trace: CollectiveTrace, k: int, lanes, radius: float) -> tuple[Arrow
     else:
         bend = 0.14
     out = []
-    for (src, dst, lane), moves in pairs.items():
+    links = {} if links is None else links
+    for key, moves in pairs.items():
+        src, dst, lane = key
+        if not labelled:  # the same arrow every step it uses this link
+            drawn = links.get((key, width))
+            if drawn is None:
+                a = arrow(lanes[lane][src], lanes[lane][dst], bend, radius + 3, radius + 3,
+                          head=14 if n <= 16 else 8)
+                drawn = links[(key, width)] = Arrow(
+                    a.d, a.head, rank_colour(src, n), width,
+                    node_of(src, p.gpus_per_node) != node_of(dst, p.gpus_per_node),
+                    "", round(a.mid.x, 1), round(a.mid.y, 1))
+            out.append(drawn)
+            continue
         a = arrow(lanes[lane][src], lanes[lane][dst], bend, radius + 3, radius + 3,
                   head=14 if n <= 16 else 8)
         elements = sum(m.length for m in moves)
-        label = ""
-        if labelled:
-            name = moves[0].label if len(moves) == 1 else f"{elements} elements"
-            label = f"{name} {'+' if moves[0].reduce else ''}".strip()
+        name = moves[0].label if len(moves) == 1 else f"{elements} elements"
+        label = f"{name} {'+' if moves[0].reduce else ''}".strip()
         out.append(Arrow(a.d, a.head, rank_colour(src, n), width,
                          node_of(src, p.gpus_per_node) != node_of(dst, p.gpus_per_node),
                          label, round(a.mid.x, 1), round(a.mid.y, 1)))

@@ -31,8 +31,10 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
                      width=round(1 / len(s.colours) + 0.001, 4), height=1, fill=c)
                   for k, c in enumerate(s.colours))
         + "</pattern>" for s in deck.stripes)
+    shown = deck.frames if not standalone else deck.frames[:current + 1]
+    arrows, shared = _shared_arrows(deck, shown, current, standalone)
     out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
-                     defs=stripes)]
+                     defs=stripes + shared)]
     out.append(el("rect", class_="bg", x=0, y=0, width=deck.width, height=height))
     out.append(text(deck.width - 18, 34, deck.title, class_="ink title", text_anchor="end",
                     font_size=20))
@@ -42,11 +44,11 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
                     f'dominant-baseline="central" font-weight="700">')
     out.append(frames_group)
     for frame in deck.frames[:current + 1]:
-        out += _frame(deck, frame, current, standalone)
+        out += _frame(deck, frame, current, standalone, arrows)
     out.append("</g>")
     out += _legend(deck)
     out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, frame, current, standalone)
+                        (_frame(deck, frame, current, standalone, arrows)
                          for frame in deck.frames[current + 1:])))
     return Markup("".join(out))
 
@@ -91,11 +93,39 @@ def _labels(deck: Deck) -> list[str]:
     return out
 
 
-def _frame(deck: Deck, frame, current: int, standalone: bool) -> list[str]:
+def _shared_arrows(deck: Deck, frames, current: int, standalone: bool) -> tuple[dict, str]:
+    """In a merged deck (33–64 ranks), the arrows of a step whose arrows another step repeats
+    (a ring sends along the same 64 links every step) are drawn once, in ``<defs>``, and each
+    such step shows them with a ``<use>``: (frame index → its arrows' markup, the defs)."""
+    if not deck.merged:
+        return {}, ""
+    markup: dict[tuple, str] = {}   # a step's arrows → their markup, written once
+    drawn = {}
+    for f in frames:
+        if f.arrows and (not standalone or f.index == current):
+            m = markup.get(f.arrows)
+            if m is None:
+                m = markup[f.arrows] = "".join(_arrows(f.arrows))
+            drawn[f.index] = m
+    seen: dict[str, int] = {}
+    for markup in drawn.values():
+        seen[markup] = seen.get(markup, 0) + 1
+    ids: dict[str, str] = {}
+    defs = []
+    for markup, times in seen.items():
+        if times > 1:
+            ids[markup] = f"links-{len(ids)}"
+            defs.append(f'<g id="{ids[markup]}">{markup}</g>')
+    return ({k: f'<use href="#{ids[m]}"/>' if m in ids else m for k, m in drawn.items()},
+            "".join(defs))
+
+
+def _frame(deck: Deck, frame, current: int, standalone: bool,
+           arrows: dict | None = None) -> list[str]:
     index = frame.index
     css = "frame" + (" current" if index == current else "") + (" step" if index else "")
     out = [f'<g class="{css}" data-frame="{index}">']
-    for c in frame.cells:
+    for c in () if deck.merged else frame.cells:
         tip = f' data-tip="{escape(c.tip)}"' if c.tip and not standalone else ""
         box = f'x="{c.x}" y="{c.y}" width="{c.w}" height="{c.h}" rx="3"'
         if not c.fill:
@@ -112,13 +142,37 @@ def _frame(deck: Deck, frame, current: int, standalone: bool) -> list[str]:
         out.append(f'<g class="{css}"{tip}{moved}><rect {box}{fill}/>'
                    f'<text{halo} x="{c.x + c.w / 2:.1f}" y="{c.y + c.h / 2:.1f}"{ink}>'
                    f'{c.text}</text></g>')
+    if deck.merged:
+        out += _merged_cells(frame.cells)
     if not standalone or index == current:
         out.append('<g class="only-current arrows">')
-        out.extend(_arrows(frame.arrows))
+        if deck.merged:
+            out.append(arrows.get(index, ""))
+        else:
+            out.extend(_arrows(frame.arrows))
         out.append("</g>")
         out.append(text(22, 36, frame.header, class_="only-current ink step-header",
                         font_size=24, text_anchor="start", dominant_baseline="auto"))
     out.append("</g>")
+    return out
+
+
+def _merged_cells(cells) -> list[str]:
+    """A frame's cells as one path per (fill, flight): the picture of the cells' rectangles
+    without an element each (a deck of 33–64 ranks, whose cells carry no number or tip)."""
+    groups: dict[tuple, list[str]] = {}
+    for c in cells:
+        groups.setdefault((c.fill, c.dx, c.dy), []).append(
+            f"M{c.x} {c.y}h{c.w}v{c.h}h-{c.w}z")
+    out = []
+    for (fill, dx, dy), parts in groups.items():
+        d = "".join(parts)
+        if not fill:
+            out.append(f'<path class="empty" d="{d}"/>')
+            continue
+        moved = f' data-dx="{dx}" data-dy="{dy}"' if (dx or dy) else ""
+        paint = ' class="cell complete"' if fill == COMPLETE else f' class="cell" fill="{fill}"'
+        out.append(f'<path{paint} d="{d}"{moved}/>')
     return out
 
 

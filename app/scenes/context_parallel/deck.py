@@ -136,6 +136,7 @@ class _Matrix:
         self.chunk = p.seq // (2 * p.cp if p.balance == "zigzag" else p.cp)
         self.n = p.seq // self.chunk
         self.cell = MSIZE / self.n
+        self._paths: dict[tuple[int, int], str] = {}
         self.owner = [0] * self.n
         for r in trace.ranks:
             for t in r.tokens:
@@ -145,7 +146,15 @@ class _Matrix:
         return sorted({int(t) // self.chunk for t in tokens})
 
     def cell_path(self, qc: int, kc: int) -> str:
-        """One block: a square, or its lower triangle on the causal diagonal; "" if masked."""
+        """One block: a square, or its lower triangle on the causal diagonal; "" if masked
+        (kept: a block is drawn in several frames)."""
+        key = (qc, kc)
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = self._cell_path(qc, kc)
+        return path
+
+    def _cell_path(self, qc: int, kc: int) -> str:
         x, y, s = MX0 + kc * self.cell, MY0 + qc * self.cell, self.cell
         if self.p.causal and kc > qc:
             return ""

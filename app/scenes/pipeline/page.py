@@ -133,6 +133,6 @@ def sends_preview(trace: PipelineTrace, ranks: int = 4, width: int = 40) -> list
     """The first ranks' orders with their sends and receives (torch's ``_add_send_recv``)."""
     out = []
     for r in range(min(ranks, trace.params.stages)):
-        tokens = with_sends(trace.schedule, trace.flat, trace.links, r)
+        tokens = with_sends(trace.schedule, trace.flat, trace.links, r, limit=width + 1)
         out.append((r, " ".join(tokens[:width]) + (" …" if len(tokens) > width else "")))
     return out

@@ -166,10 +166,20 @@ def execute(schedule: Schedule, inputs: tuple[np.ndarray, ...]):
         values[r, lo:hi] = inputs[r]
         filled[r, lo:hi] = True
         sources[r, lo:hi] = np.uint64(1) << np.uint64(r)
-    history = [(values, filled, sources)]
-    for step in schedule.steps:
-        # every move of a step reads the buffers as they were before the step
-        new_values, new_filled, new_sources = values.copy(), filled.copy(), sources.copy()
+    # the whole history preallocated: step k+1 starts as a copy of step k, and its moves read
+    # step k (every move of a step reads the buffers as they were before the step)
+    steps = len(schedule.steps)
+    all_values = np.empty((steps + 1, n, length), dtype=values.dtype)
+    all_filled = np.empty((steps + 1, n, length), dtype=bool)
+    all_sources = np.empty((steps + 1, n, length), dtype=np.uint64)
+    all_values[0], all_filled[0], all_sources[0] = values, filled, sources
+    for k, step in enumerate(schedule.steps):
+        values, filled, sources = all_values[k], all_filled[k], all_sources[k]
+        new_values, new_filled, new_sources = all_values[k + 1], all_filled[k + 1], \
+            all_sources[k + 1]
+        new_values[...] = values
+        new_filled[...] = filled
+        new_sources[...] = sources
         for m in step.moves:
             src = slice(m.src_lo, m.src_lo + m.length)
             dst = slice(m.dst_lo, m.dst_lo + m.length)
@@ -181,9 +191,7 @@ def execute(schedule: Schedule, inputs: tuple[np.ndarray, ...]):
                 new_values[m.dst, dst] = values[m.src, src]
                 new_sources[m.dst, dst] = sources[m.src, src]
                 new_filled[m.dst, dst] = filled[m.src, src]
-        values, filled, sources = new_values, new_filled, new_sources
-        history.append((values, filled, sources))
-    return tuple(readonly(np.stack(parts)) for parts in zip(*history))
+    return tuple(readonly(a) for a in (all_values, all_filled, all_sources))
 
 
 def outputs_of(schedule: Schedule, final_values: np.ndarray) -> tuple[np.ndarray | None, ...]:

@@ -313,17 +313,20 @@ def memory(flat: Flat, line: Timeline) -> Memory:
     return Memory(tuple(times), tuple(held), tuple(peaks))
 
 
-def with_sends(schedule: Schedule, flat: Flat, links: Links, rank: int) -> list[str]:
+def with_sends(schedule: Schedule, flat: Flat, links: Links, rank: int,
+               limit: int | None = None) -> list[str]:
     """Rank ``rank``'s order with its sends and receives, as torch.distributed.pipelining's
     ``_add_send_recv`` writes them: ``1RECV_F0`` before ``1F0``, ``1SEND_F0`` after it;
     gradients travel as ``SEND_B`` / ``RECV_B``. An overlapped F&B pair (DualPipeV) is one
-    step: its receives come before it and its sends after both passes."""
+    step: its receives come before it and its sends after both passes. With ``limit``, the
+    first ``limit`` tokens or a few more (a preview need not spell out 10⁵ actions)."""
     m = schedule.microbatches
     a, b = int(flat.offsets[rank]), int(flat.offsets[rank + 1])
     remote = links.remote
-    readers = {int(links.source[k]) for k in np.flatnonzero(remote).tolist()}
+    sources = links.source[remote]   # the passes whose output another rank reads
+    readers = set(sources[(sources >= a) & (sources < b)].tolist())
     out, k = [], a
-    while k < b:
+    while k < b and (limit is None or len(out) < limit):
         step = 2 if (rank, k - a) in schedule.overlapped else 1
         passes = [decode(flat.ids[j], m) for j in range(k, k + step)]
         data = ["F" if p.kind == "F" else "B" for p in passes]

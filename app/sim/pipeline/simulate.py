@@ -257,6 +257,8 @@ def bubble_curves(ranks: int, interleaved_chunks: int, times: Times) -> tuple[Cu
                 break
             if infeasible(name, ranks, m, v) is None and (not ms or m > ms[-1]):
                 ms.append(m)
-                bubbles.append(timeline(build(name, ranks, m, v), times).bubble_fraction)
+                # a point is small (CURVE_PASSES): one rank at a time beats numpy rounds
+                bubbles.append(timeline(build(name, ranks, m, v), times,
+                                        method="worklist").bubble_fraction)
         curves.append(Curve(name, v, tuple(ms), tuple(bubbles)))
     return tuple(curves)
