@@ -275,7 +275,7 @@ def _tip(g, r, i) -> str:
     parts = ", ".join(f"{k} {100 * f:.0f} %" for f, k in shares[:4] if f >= 0.005)
     return (f"tp {g['tp'][i]} pp {g['pp'][i]} v {g['v'][i]} dp {g['dp'][i]} cp {g['cp'][i]} "
             f"ep {g['ep'][i]} ZeRO {g['zero'][i]} b {g['b'][i]} {RECOMPUTES[int(g['rc'][i])]}: "
-            f"{float(r['tokens_per_s'][i]):,.0f} tokens/s, {float(r['peak'][i]) / 1e9:.0f} GB"
+            f"{float(r['tokens_per_s'][i]):,.0f} tokens/s, {float(r['peak'][i]) / 2**30:.0f} GiB"
             f"{'' if r['fits'][i] else ' (does not fit)'}; {parts}")
 
 
