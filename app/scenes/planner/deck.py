@@ -96,7 +96,7 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
           f'<circle cx="{PX + 80}" cy="{PY - 30}" r="6" fill="#bbbbbb"/>',
           f'<text x="{PX + 92}" y="{PY - 24}">does not fit</text>']
     if clipped:
-        f0.append(f'<text x="{PX + 210}" y="{PY - 24}" fill="#555">(past {xmax:g} GiB: at the '
+        f0.append(f'<text x="{PX + 210}" y="{PY - 24}" fill="#555">(beyond {xmax:g} GiB: drawn at the '
                   f'edge)</text>')
     for m in xticks:
         f0.append(f'<text x="{x(m):.1f}" y="{PY + PH + 20}" text-anchor="middle">{m:g}</text>')
