@@ -17,7 +17,7 @@ from app.sim.planner.hardware import GPU_SPECS
 from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml
 from app.sim.planner.model import from_shape
 from app.sim.planner.params import PlannerParams
-from app.sim.planner.published import RUNS
+from app.sim.planner.published import PTDP_TABLE1, RUNS, ptdp_row_query
 from app.sim.planner.search import RECOMPUTES, Pins, evaluate, search
 from app.sim.planner.simulate import compare
 
@@ -109,14 +109,14 @@ def test_memory_is_chapter_ones_ledger(preset, tp, pp, dp, zero, b, rc):
     assert r["peak"][0] == pytest.approx(ref, rel=1e-9)
 
 
-KNOWN_GAP = pytest.mark.xfail(strict=True, reason=(
-    "the cost model ranks tp 4 with ZeRO-3 and no pipeline 16 % above PTD-P's TP 8 PP 64 for "
-    "the 1T model: ZeRO-3's per-micro-batch gathers over 768 ranks are assumed fully hidden"))
-
-
-@pytest.mark.parametrize("run", [pytest.param(r, marks=KNOWN_GAP) if r.name.startswith("PTD-P")
-                                 else r for r in RUNS], ids=lambda r: r.name)
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: r.name)
 def test_published_runs(run):
+    """Each run's predicted throughput within 20 % of the published one, and its mix within
+    15 % of the planner's best (or among its best five families). PTD-P's TP 8 PP 64 used to
+    trail tp 4 + ZeRO-3 by 16 % when ZeRO-3's gathers were assumed hidden; with each layer's
+    gathers and reduce-scatter costed against the neighbouring layer's compute it is within
+    15 % for the right reason, and tp 4 + ZeRO-3 (dp 768, one micro-batch of 4) is no longer
+    ahead of it."""
     c = compare(run)
     assert c.predicted is not None and c.predicted.fits
     assert c.predicted_tflops == pytest.approx(run.published_tflops, rel=0.20)
@@ -173,3 +173,44 @@ def test_launch_configs_use_the_real_names():
                 "pipeline_parallel_degree = 4", "context_parallel_degree = 1",
                 'pipeline_parallel_schedule = "Interleaved1F1B"'):
         assert key in toml
+
+
+@pytest.mark.parametrize("row", PTDP_TABLE1, ids=lambda r: r[0])
+def test_ptdp_table1_weak_scaling(row):
+    """Narayanan et al. 2021, Table 1 (A100 80 GB, seq 2,048, full recomputation), every row
+    from 1.7B on 32 GPUs to 530B on 2,520 GPUs with its published tp and pp pinned (the 1T row
+    is :func:`test_published_runs`): the predicted executed TFLOP/s per GPU within 20 % of the
+    published one. All nine rows are reproduced (1.01–1.11× as of this commit); none is left
+    out. The small rows (1.7B–18B) were over-predicted by 17–34 % while attention was costed
+    as FlashAttention: PTD-P's Megatron-LM (2021) materialized the a·s² scores in HBM for
+    softmax and dropout, which at hidden 2,304 (24 heads) costs as much as half a layer's
+    GEMMs and at hidden 25,600 a few per cent."""
+    name, heads, hidden, layers, tp, pp, gpus, batch, published = row
+    p = PlannerParams(**ptdp_row_query(row), tp=tp, pp=pp)
+    plan = search(p.plan_model(), p.cluster(), p.global_batch, p.pins(), listed=1)
+    assert plan.best is not None and plan.best.fits
+    assert plan.best.tflops_per_gpu == pytest.approx(published, rel=0.20)
+
+
+def test_zero3_gathers_are_costed_per_layer():
+    """ZeRO-3's exposed traffic of one micro-batch, written out by hand for tp 4 pp 1 of the
+    1T model on 3,072 A100s: two exposed first gathers and the last reduce-scatter, then per
+    layer max(0, traffic − the neighbouring layer's compute) in forward (one gather) and in
+    backward (two gathers with full recomputation, one reduce-scatter)."""
+    run = next(r for r in RUNS if r.name.startswith("PTD-P"))
+    p = PlannerParams(**run.query, tp=4, pp=1, zero=3, micro_batch=4)
+    model, cluster = p.plan_model(), p.cluster()
+    plan = search(model, cluster, p.global_batch, p.pins(), listed=1)
+    c = plan.best
+    n = c.dp
+    layer_bytes = 2 * model.total_params / 4 / model.layers
+    bw = cluster.ib_gbs * 1e9 * 0.8
+    alpha = cluster.ib_alpha_us * 1e-6
+    ag = (n - 1) * alpha + (n - 1) / n * layer_bytes / bw
+    assert c.microbatches == 1 and n == 768
+    layer = (c.budget["compute"] + c.budget["tp"]) / model.layers      # all passes of one layer
+    # the forward share is a quarter under full recomputation (forward, 2 × backward, forward)
+    fwd, bwd = layer / 4, 3 * layer / 4
+    want = 3 * ag + model.layers * (max(0, ag - fwd) + max(0, 3 * ag - bwd))
+    assert c.budget["dp"] == pytest.approx(want, rel=0.05)
+    assert c.budget["dp"] > 0.1 * c.step_s          # no longer assumed hidden

@@ -3,31 +3,69 @@ best mix, then the best mix's time budget as a stacked bar. Frames add layers.""
 
 from __future__ import annotations
 
+import math
+
 from markupsafe import Markup
 
+from app.draw.plot import linear_ticks
 from app.draw.svg import deck_end, deck_open, esc
+
+GIB = 2 ** 30
+HALO = 'paint-order="stroke" stroke="#fff" stroke-width="4" stroke-linejoin="round"'
+"""A white outline that keeps a label legible over the scatter's points."""
 
 W, H = 960, 540
 PX, PY, PW, PH = 80, 60, 520, 400
 COLOURS = {"compute": "#0072B2", "tp": "#E69F00", "cp": "#56B4E9", "ep": "#009E73",
            "pp": "#F0E442", "dp": "#D55E00", "bubble": "#CC79A7", "optimizer": "#999999"}
+LABELS = {"compute": "compute", "tp": "TP comm", "cp": "CP comm", "ep": "EP all-to-all",
+          "pp": "PP sends", "dp": "DP / ZeRO comm", "bubble": "bubble", "optimizer": "optimizer"}
 
 
 def pareto(points):
     front, best = [], -1.0
-    for mem, tps, fits in sorted((p for p in points if p[2]), key=lambda p: p[0]):
+    for mem, tps, fits, *_ in sorted((p for p in points if p[2]), key=lambda p: p[0]):
         if tps > best:
             front.append((mem, tps))
             best = tps
     return front
 
 
+def _spread(ys: list[float], gap: float, lowest: float) -> list[float]:
+    """Label heights moved apart by at least ``gap``, none below ``lowest`` (top to bottom)."""
+    out, last = [], -math.inf
+    for y in ys:
+        last = max(y, last + gap)
+        out.append(last)
+    for i in range(len(out) - 1, -1, -1):
+        out[i] = min(out[i], lowest if i == len(out) - 1 else out[i + 1] - gap)
+    return out
+
+
+def _rate(t: float) -> str:
+    """A tokens/s tick: 0, 250k, 1.5M."""
+    if t == 0:
+        return "0"
+    if t >= 1e6:
+        return f"{t / 1e6:g}M"
+    return f"{t / 1e3:g}k"
+
+
 def render(trace, current: int, *, standalone: bool = False, caption=(), style="") -> Markup:
     plan = trace.plan
-    pts = plan.points
-    cap = trace.params.cluster().gpu.capacity / 1e9
-    xmax = max([cap * 1.6] + [min(p[0], cap * 3) for p in pts]) if pts else cap * 2
-    ymax = max([p[1] for p in pts] + [1.0]) * 1.05
+    # memory in GiB, as chapter 1's ledger and the GPUs' capacities (80 GB H100 = 80 GiB)
+    pts = [(m * 1e9 / GIB, t, f, tip) for m, t, f, tip in plan.points]
+    gpu = trace.params.cluster().gpu
+    cap = gpu.capacity / GIB
+    edge = max([cap * 1.6] + [min(p[0], cap * 3) for p in pts]) if pts else cap * 2
+    xticks = linear_ticks(0, edge, 5)
+    xmax = xticks[-1] if xticks[-1] >= edge else xticks[-1] + (xticks[1] - xticks[0])
+    xticks = linear_ticks(0, xmax, 5)
+    yticks = linear_ticks(0, max([p[1] for p in pts] + [1.0]), 5)
+    ymax = max([p[1] for p in pts] + [1.0])
+    ymax = yticks[-1] if yticks[-1] >= ymax else yticks[-1] + (yticks[1] - yticks[0])
+    yticks = linear_ticks(0, ymax, 5)
+    clipped = any(p[0] > xmax for p in pts)
 
     def x(m):
         return PX + PW * min(m, xmax) / xmax
@@ -44,44 +82,65 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
           f'<line x1="{PX}" y1="{PY}" x2="{PX}" y2="{PY + PH}" stroke="#333"/>',
           f'<line x1="{x(cap):.1f}" y1="{PY}" x2="{x(cap):.1f}" y2="{PY + PH}" stroke="#D55E00" '
           f'stroke-dasharray="6 4"/>',
-          f'<text x="{x(cap) + 4:.1f}" y="{PY + 14}" fill="#D55E00">{cap:.0f} GB</text>',
-          f'<text x="{PX + PW / 2}" y="{PY + PH + 40}" text-anchor="middle">peak memory per GPU (GB)</text>',
-          f'<text x="24" y="{PY + PH / 2}" transform="rotate(-90 24 {PY + PH / 2})" '
-          f'text-anchor="middle">tokens / s</text>']
-    for k in range(6):
-        m = xmax * k / 5
-        f0.append(f'<text x="{x(m):.1f}" y="{PY + PH + 18}" text-anchor="middle">{m:.0f}</text>')
-        t = ymax * k / 5
-        f0.append(f'<text x="{PX - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{t / 1e3:,.0f}k</text>')
-    for mem, tps, fits in pts:
-        f0.append(f'<circle cx="{x(mem):.1f}" cy="{y(tps):.1f}" r="2.5" '
-                  f'fill="{"#0072B2" if fits else "#bbbbbb"}" fill-opacity="0.6"/>')
+          # along the line from the bottom, clear of the best mix's label near the top
+          f'<text x="{x(cap) + 18:.1f}" y="{PY + PH - 8}" fill="#D55E00" {HALO} '
+          f'transform="rotate(-90 {x(cap) + 18:.1f} {PY + PH - 8})">{esc(gpu.name)}: '
+          f'{cap:.0f} GiB</text>',
+          f'<text x="{PX + PW / 2}" y="{PY + PH + 42}" text-anchor="middle">peak memory per GPU '
+          f'(GiB)</text>',
+          f'<text x="22" y="{PY + PH / 2}" transform="rotate(-90 22 {PY + PH / 2})" '
+          f'text-anchor="middle">tokens / s</text>',
+          # legend: what the two colours mean
+          f'<circle cx="{PX + 12}" cy="{PY - 30}" r="6" fill="#0072B2"/>',
+          f'<text x="{PX + 24}" y="{PY - 24}">fits</text>',
+          f'<circle cx="{PX + 80}" cy="{PY - 30}" r="6" fill="#bbbbbb"/>',
+          f'<text x="{PX + 92}" y="{PY - 24}">does not fit</text>']
+    if clipped:
+        f0.append(f'<text x="{PX + 210}" y="{PY - 24}" fill="#555">(beyond {xmax:g} GiB: drawn at the '
+                  f'edge)</text>')
+    for m in xticks:
+        f0.append(f'<text x="{x(m):.1f}" y="{PY + PH + 20}" text-anchor="middle">{m:g}</text>')
+    for t in yticks:
+        f0.append(f'<text x="{PX - 6}" y="{y(t) + 5:.1f}" text-anchor="end">{_rate(t)}</text>')
+    for mem, tps, fits, tip in pts:
+        f0.append(f'<circle cx="{x(mem):.1f}" cy="{y(tps):.1f}" r="3" '
+                  f'fill="{"#0072B2" if fits else "#bbbbbb"}" fill-opacity="0.6" '
+                  f'data-tip="{esc(tip)}"/>')
     f0.append("</g>")
     layers.append(f0)
     b = plan.best
     if b:
-        front = pareto(pts)
+        bmem = b.peak_bytes / GIB
+        front = pareto(pts + [(bmem, b.tokens_per_s, True, "")])   # the sample may miss it
         d = " ".join(f"{'M' if i == 0 else 'L'}{x(m):.1f},{y(t):.1f}" for i, (m, t) in enumerate(front))
         layers.append(['<g class="frame" data-frame="1" font-size="17">',
                        f'<path d="{d}" fill="none" stroke="#000" stroke-width="2"/>',
-                       f'<circle cx="{x(b.peak_bytes / 1e9):.1f}" cy="{y(b.tokens_per_s):.1f}" r="7" '
+                       f'<circle cx="{x(bmem):.1f}" cy="{y(b.tokens_per_s):.1f}" r="7" '
                        f'fill="none" stroke="#D55E00" stroke-width="3"/>',
-                       f'<text x="{x(b.peak_bytes / 1e9) + 10:.1f}" y="{y(b.tokens_per_s) - 8:.1f}">'
-                       f'best: tp {b.tp} pp {b.pp} dp {b.dp} cp {b.cp}</text>', "</g>"])
+                       f'<text x="{x(bmem) + (10 if x(bmem) < PX + PW - 260 else -10):.1f}" '
+                       f'y="{y(b.tokens_per_s) - 10:.1f}" {HALO} text-anchor="'
+                       f'{"start" if x(bmem) < PX + PW - 260 else "end"}">'
+                       f'best: tp {b.tp} pp {b.pp} dp {b.dp} cp {b.cp} ZeRO {b.zero}</text>', "</g>"])
         bx, by, bw, bh = 660, PY, 60, PH
         f2 = ['<g class="frame" data-frame="2" font-size="17">',
-              f'<text x="{bx}" y="{by - 14}">best mix: {b.step_s:.2f} s a step</text>']
-        top = by
+              # under the bar: present mode's key control sits over the deck's top right
+              f'<text x="{bx + bw / 2}" y="{PY + PH + 42}" text-anchor="middle">best mix: '
+              f'{b.step_s:.2f} s a step</text>']
+        top, labels = by, []
         for kind, t in b.budget.items():
             if t <= 0:
                 continue
             hgt = bh * t / b.step_s
             f2.append(f'<rect x="{bx}" y="{top:.1f}" width="{bw}" height="{hgt:.1f}" '
                       f'fill="{COLOURS[kind]}" stroke="#fff"/>')
-            if hgt >= 12:
-                f2.append(f'<text x="{bx + bw + 8}" y="{top + hgt / 2 + 5:.1f}">{esc(kind)} '
-                          f'{100 * t / b.step_s:.0f} %</text>')
+            if t >= 0.005 * b.step_s:            # a share that rounds to 1 % or more
+                labels.append((top + hgt / 2 + 6, kind, 100 * t / b.step_s))
             top += hgt
+        ys = _spread([yy for yy, _, _ in labels], 21, by + bh + 6)
+        for yy, (mid, kind, pct) in zip(ys, labels):
+            f2.append(f'<line x1="{bx + bw}" y1="{mid - 6:.1f}" x2="{bx + bw + 6}" '
+                      f'y2="{yy - 6:.1f}" stroke="#666"/>')
+            f2.append(f'<text x="{bx + bw + 10}" y="{yy:.1f}">{LABELS[kind]} {pct:.0f} %</text>')
         f2.append("</g>")
         layers.append(f2)
     out.append('<g class="frames">')  # what static/js/player.js adds later frames to

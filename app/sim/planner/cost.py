@@ -9,7 +9,11 @@ Per micro-batch and pipeline stage, this GPU (T = b·s/cp tokens):
    gradients), full recomputation one more forward.
 2. Attention core: causal flash attention, 2·b·s²·h/(tp·cp) FLOPs a forward (half of the
    unmasked 4bs²h), at e_attention·peak; ×3 for forward and backward, +1 with selective or full
-   recomputation.
+   recomputation. Before FlashAttention (Dao et al. 2022), as in PTD-P's runs (``attention =
+   "materialized"``): per head two batched GEMMs of inner size h/a over the unmasked s × s
+   scores, as rooflines, and the scores through HBM for softmax and dropout
+   (:data:`SOFTMAX_DROPOUT_BYTES`) — the term that makes small hidden sizes slower: a·s²
+   against a layer's 24·s·h² GEMM FLOPs is 20× larger at h = 2,304 than at 25,600.
 3. Element-wise work (norms, residuals, activations, dropout, rotary): ≈ 20 sbh + 4 s·b·ffn
    element reads and writes a forward in 16 bit (÷t under sequence parallelism), at HBM speed.
 4. Tensor parallelism with sequence parallelism: two all-gathers and two reduce-scatters of
@@ -20,15 +24,32 @@ Per micro-batch and pipeline stage, this GPU (T = b·s/cp tokens):
 6. Expert parallelism: dispatch and combine all-to-alls of T·k·h values, forward and backward.
 7. Pipeline: bubble (p−1)/v · t_microbatch (1F1B: (p−1)(t_f + t_b), interleaved ÷ v;
    Narayanan et al. 2021); activations sent point-to-point, exposed only while filling.
-8. Data parallelism over dp·cp ranks (16-bit gradients): ZeRO 0 all-reduce, ZeRO 1–2
-   reduce-scatter + all-gather, hidden behind the last micro-batch's backward (and next forward)
-   as far as it lasts; ZeRO-3 gathers parameters twice and reduce-scatters gradients every
-   micro-batch, overlapped with that micro-batch's compute.
+8. Data parallelism over dp·cp ranks (16-bit gradients and parameters):
+   ZeRO 0 (DDP) all-reduce, hidden behind the last micro-batch's backward as far as it lasts
+   (Li et al. 2020, PyTorch DDP's bucketed overlap); ZeRO 1 (Megatron-LM's distributed
+   optimizer) reduce-scatter once a step behind the last backward and all-gather of the
+   updated parameters behind the first forward. ZeRO 2 (DeepSpeed stage 2 with gradient
+   accumulation reduces every micro-batch: DeepSpeed's ZeRO docs, ``overlap_comm``,
+   ``reduce_bucket_size``): each layer's gradients reduce-scattered after its backward, hidden
+   by the next layer's backward, the very last one exposed. ZeRO 3 (Rajbhandari et al. 2019
+   §7.2.2: parameters all-gathered for forward and again for backward, gradients
+   reduce-scattered — 3Ψ a step against DDP's 2Ψ; DeepSpeed stage 3 and PyTorch FSDP, Zhao et
+   al. 2023's communication optimizations (backward and forward prefetch), do it layer by layer, every micro-batch, and prefetch the next layer's
+   gather one layer ahead): a layer's forward costs max(compute, gather) and its backward
+   max(compute, gathers + reduce-scatter), with one more gather with full recomputation
+   (DeepSpeed's checkpointed forward runs the layer's pre-forward hook again and gathers it
+   again; FSDP2 unshards once for recomputation and backward, so this is DeepSpeed's count,
+   one gather a layer more than FSDP's); the first gather of the forward and of the
+   backward and the last reduce-scatter have no compute beside them and are exposed.
 9. Optimizer step: reads and writes 16 bytes per local parameter (÷ dp with ZeRO ≥ 1) at HBM speed.
 
-Collectives follow the α–β model of chapter 2 with nccl-tests' bus factors: all-reduce
+Collectives follow the α–β model of chapter 2 for rings (Thakur, Rabenseifner and Gropp
+2005, "Optimization of collective communication operations in MPICH", §4: ring all-gather
+(n−1)α + (n−1)/n · nβ) with nccl-tests' bus factors (nccl-tests doc/PERFORMANCE.md): all-reduce
 2(n−1)α + 2(n−1)/n · S/B, all-gather and reduce-scatter (n−1)α + (n−1)/n · S/B, all-to-all
-(n−1)α + (n−1)/n · S/B; B is the link's rate × NCCL's efficiency. Links by placement in
+(n−1)α + (n−1)/n · S/B; B is the link's rate × NCCL's efficiency. The ring's n−1 latency steps,
+not a tree's log n: NCCL runs all-gather and reduce-scatter as rings only, so ZeRO-3's gathers
+over 768 ranks pay 767 α each (7.7 ms at 10 µs). Links by placement in
 Megatron-LM's order tp-cp-ep-dp-pp (rank r on node r // gpus_per_node): a group crosses nodes
 when the product of its axis and the faster ones exceeds the node.
 
@@ -104,6 +125,28 @@ def layer_gemm_time(model: PlanModel, tokens, tp, ep, peak, hbm, e):
                                                                  hbm, e)
 
 
+SOFTMAX_DROPOUT_BYTES = (9, 11)
+"""Bytes per attention score moved outside the two batched GEMMs when the scores are
+materialized (Megatron-LM's fused scale-mask-softmax, then dropout): forward softmax reads and
+writes 16-bit scores (4), dropout reads them, writes its output and a 1-byte mask (5); backward
+dropout reads the gradient and the mask and writes (5), softmax reads the gradient and its
+output and writes (6). These are the tensors of Korthikanti et al. 2022, Table 2's 5as²b term
+(softmax output 2, mask 1, dropout output 2 bytes per score)."""
+
+
+def materialized_attention(model: PlanModel, b, rows, s, tp, peak, hbm, e):
+    """Attention without FlashAttention, as PTD-P's Megatron-LM (2021) ran it: per head the
+    scores QKᵀ (rows × s) and the context P·V are batched GEMMs of inner size d = h/a (unmasked:
+    the mask is applied after), and the scores go through HBM for softmax and dropout
+    (:data:`SOFTMAX_DROPOUT_BYTES`). Forward and backward seconds of one layer on this GPU."""
+    heads = b * model.heads / tp
+    d = model.hidden / model.heads
+    bmm = heads * (_gemm(rows, d, s, peak, hbm, e) + _gemm(rows, s, d, peak, hbm, e))
+    scores = heads * rows * s
+    fwd, bwd = SOFTMAX_DROPOUT_BYTES
+    return bmm + fwd * scores / hbm, 2 * bmm + bwd * scores / hbm
+
+
 def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict:
     gpu = cluster.gpu
     peak, hbm = gpu.peak_tflops * 1e12, gpu.hbm_tbs * 1e12 * HBM_EFFICIENCY
@@ -116,10 +159,16 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     gpn = cluster.gpus_per_node
     # 1–3. compute of one layer, one micro-batch: forward, backward, recomputation
     gemm_f = layer_gemm_time(model, T, tp, ep, peak, hbm, gpu.gemm)
-    attn_f = 2 * b * s * s / cp * h / tp / (gpu.attention * peak)
+    rc_attn = np.where(full | selective, 1, 0)          # attention recomputed in backward
+    if model.attention == "materialized":
+        attn_f, attn_b = materialized_attention(model, b, s / cp, s, tp, peak, hbm, gpu.gemm)
+        attn_total = attn_f * (1 + rc_attn) + attn_b
+    else:
+        attn_f = 2 * b * s * s / cp * h / tp / (gpu.attention * peak)
+        attn_total = attn_f * (3 + rc_attn)
     shard = np.where(tp > 1, tp, 1)
     elem_f = (ELEMENTWISE_SBH * T * h / shard + 4 * T * model.ffn / tp) * 2 / hbm
-    layer_compute = (gemm_f * np.where(full, 4, 3) + attn_f * np.where(full | selective, 4, 3)
+    layer_compute = (gemm_f * np.where(full, 4, 3) + attn_total
                      + elem_f * np.where(full, 4, 3))
     head_f = _gemm(T, h, V / tp, peak, hbm, gpu.gemm)   # output layer (last stage), no recompute
     # 4. TP: two all-reduce volumes per layer and pass
@@ -129,8 +178,8 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     # 5. CP: all-gather K/V (whole sequence, kv heads ÷ tp), reduce-scatter their gradients
     bw, a = _link(cluster, tp * cp)
     kv_bytes = 2 * b * s * model.kv_dim / tp * 2
-    cp_layer = np.where(full, 2, 1) * _coll("all_gather", kv_bytes, cp, bw, a) + \
-        _coll("reduce_scatter", kv_bytes, cp, bw, a)
+    cp_fwd = _coll("all_gather", kv_bytes, cp, bw, a)
+    cp_layer = np.where(full, 2, 1) * cp_fwd + _coll("reduce_scatter", kv_bytes, cp, bw, a)
     # 6. EP: dispatch + combine forward and backward (+ forward again with full recompute)
     bw, a = _link(cluster, tp * ep)
     ep_layer = (model.moe_layers / L) * 2 * np.where(full, 3, 2) * \
@@ -150,7 +199,7 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     bw, a = _link(cluster, tp * cp * dp * pp)
     p2p = T * h * 2 / shard / (bw * 1e9 * NCCL_EFFICIENCY) + a * 1e-6
     pp_t = np.where(pp > 1, 2 * (pp - 1) * p2p, 0.0)
-    # 8. DP / ZeRO over dp·cp ranks, 16-bit gradients
+    # 8. DP / ZeRO over dp·cp ranks, 16-bit gradients and parameters
     nd = dp * cp
     local = model.dense_params / (tp * pp) + model.routed_params / (ep * tp * pp)
     bw, a = _link(cluster, tp * cp * dp)
@@ -160,11 +209,32 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     ag = _coll("all_gather", grads, nd, bw, a)
     bwd_window = stage_t * 2 / 3
     fwd_window = stage_t / 3
+    # one layer's forward and backward (recomputation included) on this GPU: the compute that
+    # hides the next layer's gather or the previous layer's reduce-scatter
+    layer_fwd = gemm_f + attn_f + elem_f + tp_layer / passes + cp_fwd + ep_layer / passes
+    layer_bwd = layer_all - layer_fwd
+    layer_bytes = grads / busy                          # one layer's 16-bit parameters (÷ tp, ep)
+    ag_l = _coll("all_gather", layer_bytes, nd, bw, a)
+    rs_l = _coll("reduce_scatter", layer_bytes, nd, bw, a)
+    # ZeRO-2 (DeepSpeed): gradients reduce-scattered every micro-batch, layer by layer as their
+    # backward ends, hidden by the next layer's backward (or the next micro-batch's forward);
+    # the last micro-batch's last layer has nothing after it
+    zero2 = (m * busy * np.maximum(0, rs_l - layer_bwd) + rs_l
+             + np.maximum(0, ag - fwd_window))
+    # ZeRO-3 (DeepSpeed stage 3, FSDP): every micro-batch gathers each layer before its forward
+    # and again before its backward (and before its recomputed forward with full
+    # recomputation), then reduce-scatters its gradients; prefetching one layer ahead hides a
+    # layer's traffic behind the neighbouring layer's compute, so a layer costs
+    # max(compute, traffic) and the first gather of each pass is exposed
+    bwd_traffic = ag_l * np.where(full, 2, 1) + rs_l
+    zero3 = m * (ag_l + busy * np.maximum(0, ag_l - layer_fwd)
+                 + ag_l + busy * np.maximum(0, bwd_traffic - layer_bwd) + rs_l)
     dp_t = np.select(
-        [z == 0, z <= 2],
+        [z == 0, z == 1, z == 2],
         [np.maximum(0, ar - bwd_window),
-         np.maximum(0, rs - bwd_window) + np.maximum(0, ag - fwd_window)],
-        m * np.maximum(0, 2 * ag + rs - stage_t))
+         np.maximum(0, rs - bwd_window) + np.maximum(0, ag - fwd_window),
+         zero2],
+        zero3)
     # 9. optimizer step
     opt = 2 * 16 * local / np.where(z >= 1, nd, 1) / hbm
     step = m * stage_t + bubble + pp_t + dp_t + opt

@@ -34,6 +34,7 @@ class PlanModel:
     embedding_params: int = 0
     largest_tensor: int = 0      # elements of the largest parameter tensor (ZeRO-3 gather)
     shape: ModelShape | None = None   # the dense shape, for chapter 1's ledger
+    attention: str = "flash"     # flash | materialized (the scores through HBM, pre-2022)
 
     @property
     def moe(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -71,6 +72,9 @@ class PlannerParams(SceneParams):
         options={None: "any", "none": "none", "selective": "selective", "full": "full"})] = None
     schedule: Literal["1f1b", "interleaved_1f1b"] | None = None
     chunks: Annotated[int | None, Field(ge=1, le=8, description="model chunks per rank v")] = None
+    # how attention runs: flash (FlashAttention, 2022 on) or materialized (scores through HBM,
+    # as Megatron-LM ran it in 2021, PTD-P's runs)
+    attention: Literal["flash", "materialized"] = "flash"
 
     @model_validator(mode="after")
     def _consistent(self) -> PlannerParams:
@@ -96,8 +100,10 @@ class PlannerParams(SceneParams):
 
     def plan_model(self) -> PlanModel:
         if self.preset in MOE_PRESETS:
-            return from_moe(self.preset, MOE_PRESETS[self.preset], self.seq)
-        return from_shape(self.shape())
+            model = from_moe(self.preset, MOE_PRESETS[self.preset], self.seq)
+        else:
+            model = from_shape(self.shape())
+        return replace(model, attention=self.attention)
 
     def cluster(self) -> Cluster:
         return Cluster(GPU_SPECS[self.gpu], self.gpus, self.gpus_per_node, self.intra_node_gbs,

@@ -28,7 +28,7 @@ LLAMA = {"preset": "llama3-405b", "gpu": "h100-80", "gpus_per_node": 8,
          "intra_node_gbs": 450.0, "inter_node_gbs": 50.0}
 PTDP = {"preset": "gpt3-175b", "layers": 128, "hidden": 25600, "heads": 160, "vocab": 51200,
         "seq": 2048, "gpu": "a100-80", "gpus_per_node": 8, "intra_node_gbs": 300.0,
-        "inter_node_gbs": 25.0, "recompute": "full"}
+        "inter_node_gbs": 25.0, "recompute": "full", "attention": "materialized"}
 
 RUNS: tuple[Run, ...] = (
     Run("Llama 3 405B, 8,192 H100", "Meta 2024, Table 4",

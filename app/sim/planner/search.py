@@ -168,7 +168,8 @@ class Plan:
     rejected: tuple[tuple[str, str], ...]
     message: str
     points: tuple[tuple[float, float, bool], ...] = field(default=())
-    """(peak GB, tokens/s, fits) of every mix searched (sampled to about 1200) for the Pareto plot."""
+    """(peak GB, tokens/s, fits, breakdown) of every mix searched (sampled to about 1200) for the
+    Pareto plot; the breakdown is the hover text of its point."""
 
 
 KINDS = ("compute", "tp", "cp", "ep", "pp", "dp", "bubble", "optimizer")
@@ -262,9 +263,20 @@ def search(model: PlanModel, cluster: Cluster, global_batch: int, pins: Pins = P
     for fam, reason in _families(g, r):
         rejected.append((fam, reason))
     step = max(1, n // 1200)
-    pts = tuple((float(r["peak"][i]) / 1e9, float(r["tokens_per_s"][i]), bool(fits[i]))
-                for i in range(0, n, step))
+    pts = tuple((float(r["peak"][i]) / 1e9, float(r["tokens_per_s"][i]), bool(fits[i]),
+                 _tip(g, r, i)) for i in range(0, n, step))
     return Plan(n, fitting, best, cands, n > listed, tuple(rejected[:60]), message, pts)
+
+
+def _tip(g, r, i) -> str:
+    """One point's breakdown in a line: the mix, its rate and memory, its largest time shares."""
+    step = float(r["step"][i])
+    shares = sorted(((float(r[k][i]) / step, k) for k in KINDS), reverse=True)
+    parts = ", ".join(f"{k} {100 * f:.0f} %" for f, k in shares[:4] if f >= 0.005)
+    return (f"tp {g['tp'][i]} pp {g['pp'][i]} v {g['v'][i]} dp {g['dp'][i]} cp {g['cp'][i]} "
+            f"ep {g['ep'][i]} ZeRO {g['zero'][i]} b {g['b'][i]} {RECOMPUTES[int(g['rc'][i])]}: "
+            f"{float(r['tokens_per_s'][i]):,.0f} tokens/s, {float(r['peak'][i]) / 2**30:.0f} GiB"
+            f"{'' if r['fits'][i] else ' (does not fit)'}; {parts}")
 
 
 def _families(g, r) -> list[tuple[str, str]]:

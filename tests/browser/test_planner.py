@@ -1,0 +1,104 @@
+"""/planner in Chromium: the page loads with its deck; another model or cluster moves the best
+mix and the Pareto front; a point's hover shows its breakdown; a hand-off link opens another
+scene with the candidate's numbers in its query; the launch tabs show each tool's text; the
+predicted-vs-published rows are on the page."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+MESSAGE = "#stage .panel p"       # "… mixes fit; the best runs tp 8 pp 1 dp 64 cp 1"
+
+
+def front(page) -> str:
+    """Step the deck to its Pareto front (frame 1) and read the front's path."""
+    page.locator("svg.deck").click()
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    path = page.locator("svg.deck g.frame[data-frame='1'] path")
+    path.wait_for()
+    return path.get_attribute("d")
+
+
+def test_model_and_cluster_move_the_best_mix(page):
+    page.goto(page.base + "/planner")
+    page.wait_for_selector("svg.deck")
+    assert page.locator("svg.deck circle[data-tip]").count() > 100
+    best0, front0 = page.locator(MESSAGE).first.inner_text(), front(page)
+    assert "the best runs tp " in best0
+
+    page.locator("#f-preset").select_option("llama3-8b")
+    page.wait_for_url(re.compile(r"preset=llama3-8b"))
+    page.wait_for_function("b => document.querySelector('#stage .panel p').innerText !== b",
+                           arg=best0)
+    best1, front1 = page.locator(MESSAGE).first.inner_text(), front(page)
+    assert best1 != best0 and front1 != front0
+
+    page.locator("#f-gpus").fill("64")
+    page.wait_for_url(re.compile(r"gpus=64"))
+    page.wait_for_function("b => document.querySelector('#stage .panel p').innerText !== b",
+                           arg=best1)
+    best2, front2 = page.locator(MESSAGE).first.inner_text(), front(page)
+    assert front2 != front1
+    # 64 GPUs hold no dp in the hundreds: the best mix follows the cluster
+    assert int(re.search(r"dp (\d+)", best2).group(1)) <= 64 and best2 != best1
+
+
+def test_hover_shows_a_points_breakdown(page):
+    page.goto(page.base + "/planner")
+    points = page.locator("svg.deck circle[data-tip]")
+    tips = set(points.evaluate_all("cs => cs.map(c => c.getAttribute('data-tip'))"))
+    points.nth(10).hover(force=True)          # the topmost point there answers
+    box = page.locator(".tooltip")
+    box.wait_for(state="visible")
+    text = box.inner_text()
+    assert text in tips
+    assert re.match(r"tp \d+ pp \d+ v \d+ dp \d+ cp \d+ ep \d+ ZeRO \d b \d+ \w+: [\d,]+ tokens/s",
+                    text)
+    assert "GiB" in text and "%" in text
+
+
+def test_handoff_opens_the_memory_ledger_with_the_numbers(page):
+    page.goto(page.base + "/planner?preset=llama3-70b&gpus=64&global_batch=128&seq=4096")
+    row = page.locator(".panel table.stats tbody tr").first
+    cells = [c.inner_text() for c in row.locator("td").all()]
+    tp, pp = cells[0], cells[1]
+    link = page.get_by_role("link", name="memory ledger")
+    query = parse_qs(urlparse(link.get_attribute("href")).query)
+    assert query["tp"] == [tp] and query["pp"] == [pp] and query["preset"] == ["llama3-70b"]
+    link.click()
+    page.wait_for_url(re.compile(r"/memory\?"))
+    assert page.locator("#f-tp").input_value() == tp
+    assert page.locator("#f-pp").input_value() == pp
+
+
+def test_launch_tabs_and_published_rows(page):
+    page.goto(page.base + "/planner")
+    tabs = page.locator(".launch-tabs")
+    tabs.scroll_into_view_if_needed()
+    megatron, deepspeed, titan = (tabs.locator(f"pre.launch-{k}")
+                                  for k in ("megatron", "deepspeed", "torchtitan"))
+    assert megatron.is_visible() and not deepspeed.is_visible()
+    assert "--tensor-model-parallel-size" in megatron.inner_text()
+    tabs.locator("label", has_text="DeepSpeed").click()
+    assert deepspeed.is_visible() and not megatron.is_visible()
+    assert '"train_micro_batch_size_per_gpu"' in deepspeed.inner_text()
+    tabs.locator("label", has_text="torchtitan").click()
+    assert titan.is_visible() and "[parallelism]" in titan.inner_text()
+
+    rows = page.locator("tr[data-published]")
+    assert rows.count() == 4
+    names = [r.get_attribute("data-published") for r in rows.all()]
+    assert any(n.startswith("Llama 3 405B") for n in names)
+    assert any(n.startswith("PTD-P 1T") for n in names)
+    rows.last.scroll_into_view_if_needed()
+    for r in rows.all():
+        cells = r.locator("td").all()
+        published, predicted = float(cells[2].inner_text()), cells[3].inner_text()
+        low, high = map(float, re.search(r"\((\d+)–(\d+)\)", predicted).groups())
+        assert low < high and 0.8 * published < float(predicted.split()[0]) < 1.2 * published
