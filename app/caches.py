@@ -129,7 +129,10 @@ DECKS = ByteCache("decks", 64 * MiB, approx_bytes)
 PAGES = ByteCache("pages", 64 * MiB)
 JSON = ByteCache("json", 96 * MiB)
 EXPORTS = ByteCache("exports", 32 * MiB)
-LAYERS = (TRACES, DECKS, PAGES, JSON, EXPORTS)
+ANSWERS = ByteCache("answers", 32 * MiB)
+"""/api bodies by the exact path and query string asked (app/routes/answers.py); the same bytes
+objects as JSON holds, so they cost little beside it."""
+LAYERS = (TRACES, DECKS, PAGES, JSON, EXPORTS, ANSWERS)
 
 HEAVY_S = 0.05
 """A computation longer than this is followed by :func:`release_freed_memory` (a trim takes

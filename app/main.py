@@ -15,6 +15,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from app.caches import fix_mmap_threshold
 from app.course import CHAPTERS, INTROS
 from app.jobs.runner import JobRunner
+from app.routes.answers import KnownAnswers
 from app.routes.export import export_router
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
@@ -181,6 +182,7 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
         app.include_router(scene_router(scene))
     app.include_router(verify_router(SCENES, runner))
     app.include_router(export_router(SCENES))
+    app.add_middleware(KnownAnswers)
     app.add_middleware(CompressPages)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(HeadAsGet)

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from app.caches import PAGES
 from app.params import ParamsError, Problem, parse
 from app.course import neighbours
+from app.routes.answers import remember
 from app.routes.openapi import problem_response, query_parameters
 from app.scene import Scene, cached_json, json_of, trace_of
 from app.templating import render
@@ -172,6 +173,7 @@ def scene_router(scene: Scene) -> APIRouter:
         body = cached_json(scene, params)
         if body is None:
             body = await run_in_threadpool(json_of, scene, params)
+        remember(request.scope, body)
         return Response(body, media_type=JSON)
 
     @router.get(f"/svg/{scene.slug}", openapi_extra=with_frame, responses=errors,
