@@ -47,6 +47,8 @@ class FrameView:
     cursor: float
     cursor_label: str
     notes: tuple[Label, ...]
+    unit: str = ""
+    """what the step is, for the player's position text: a time (t = 12.3 ms of 26 ms)"""
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,12 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
             strip, strip_texts = _gathered_strip(trace, lo, hi, strip_y, strip_h, x_of)
         else:
             strip, strip_texts = (), ()
+        end = human_time_us(trace.moments[-1].t_us)
         frames.append(FrameView(
-            k, "Before the step" if k == 0 else f"Step {k} of {len(trace.moments) - 1} · "
-            f"{human_time_us(hi)}", pieces + strip, texts + strip_texts, round(x_of(hi), 1),
-            human_time_us(hi), _notes(trace, clock, hi)))
+            k, "Before the step · t = 0" if k == 0 else f"t = {human_time_us(hi)} of {end} · "
+            f"event {k} of {len(trace.moments) - 1}", pieces + strip, texts + strip_texts,
+            round(x_of(hi), 1), human_time_us(hi), _notes(trace, clock, hi),
+            "t = 0, before the step" if k == 0 else f"t = {human_time_us(hi)} of {end}"))
     legend_items = []
     for kind in dict.fromkeys(s.kind for s in t.spans if s.end_us > s.start_us):
         colour, text = KIND_COLOURS.get(kind, ("#777777", kind))
