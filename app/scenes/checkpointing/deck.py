@@ -125,7 +125,10 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
         if i == chosen_index or (s.recompute, s.k) in [(c.recompute, c.k) for c in
                                                         trace.strategies[:i]]:
             continue
-        curves.append(Curve(s.label, _path(_points(s), sx, sy), SERIES[i + 1], DASHES[i + 1],
+        # colours in the order the curves are shown (SERIES is most-distinct first): by the
+        # strategy's index, "none" and "every k layers" drew vermillion beside orange
+        j = len(curves) + 1
+        curves.append(Curve(s.label, _path(_points(s), sx, sy), SERIES[j], DASHES[j],
                             False, f"peak {human_bytes(s.peak)}, {ms(s.time_ms)}"))
     chosen = trace.chosen
     colour = SERIES[0]

@@ -357,9 +357,16 @@ def scale_deck(trace: PrecisionTrace, upto: int | None = None) -> ScaleDeck:
                                  f"× S shifts every gradient {math.log2(s.scale):g} binades "
                                  f"right", f"training step {k} of {n}: S = {scale}"
                                  + (", overflow: skipped" if s.found_inf else "")))
-    legend = tuple((22 + i * 236, ZONE_COLOURS[z], ZONE_WORDS[z] + " in FP16")
-                   for i, z in enumerate(("underflow", "subnormal", "normal", "overflow")))
-    legend += ((22 + 4 * 236, "none", "dashed: g before scaling"),)
+    # each entry as wide as its words (16-unit text, about 9 units a character): at a fixed
+    # 236 apart, "subnormal: fewer bits in FP16" ran into the next swatch
+    entries = [(ZONE_COLOURS[z], ZONE_WORDS[z] + " in FP16")
+               for z in ("underflow", "subnormal", "normal", "overflow")]
+    entries.append(("none", "dashed: g before scaling"))
+    legend, x = [], 22.0
+    for colour, words in entries:
+        legend.append((round(x, 1), colour, words))
+        x += 24 + 9 * len(words) + 22
+    legend = tuple(legend)
     return ScaleDeck(WIDTH, 720, f"dynamic loss scaling · FP16 · S₀ = {pow2(p.init_scale_log2)}"
                      f" · growth every {p.growth_interval} clean steps",
                      tuple(zones), ghost, axis.ticks(), axis.left, axis.right, base,
