@@ -93,5 +93,5 @@ def test_embed_plays_inside_an_iframe(page):
     frame = page.frame_locator("iframe")
     frame.locator("svg.deck").wait_for()
     frame.locator("[data-act=next]").click()
-    expect(frame.locator("[data-position]")).to_have_text("step 1 of 12")
+    expect(frame.locator("[data-position]")).to_have_text("step 1 of 12 · tp groups")
     assert frame.locator("#controls").count() == 0
