@@ -118,10 +118,27 @@
     });
     this.captions.forEach(function (li) { li.hidden = parseInt(li.dataset.frame, 10) !== k; });
     if (this.scrub) this.scrub.value = String(k);
-    if (this.position) this.position.textContent = String(k);
+    if (this.position) this.showPosition(k);
     this.updateLinks(k);
     if (animate && !reduceMotion) this.animate(k);
     this.root.dispatchEvent(new CustomEvent("player:frame", { detail: { frame: k }, bubbles: true }));
+  };
+
+  // "step k of N", then what a step is in this scene (the frame's data-unit, written by its deck:
+  // "optimizer step 2 of 3 · update", "t = 12.3 ms", "forward · layer 4 of 12")
+  Player.prototype.showPosition = function (k) {
+    this.position.textContent = String(k);
+    var holder = this.position.parentNode;
+    var unit = holder.querySelector("[data-unit-text]");
+    var group = this.groups[k];
+    var text = group ? group.getAttribute("data-unit") || "" : "";
+    if (!unit && text) {
+      unit = document.createElement("span");
+      unit.className = "unit-text";
+      unit.setAttribute("data-unit-text", "");
+      holder.appendChild(unit);
+    }
+    if (unit) unit.textContent = text ? " · " + text : "";
   };
 
   // Download link, embed snippet and the address bar all point at the frame on screen.

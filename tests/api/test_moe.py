@@ -93,7 +93,7 @@ def test_other_states_render(client, query):
 def test_the_page_shows_the_frame_in_the_url(client):
     text = client.get(f"/moe?{DEFAULT}&frame=4").text
     assert 'data-current="4"' in text
-    assert '<g class="frame current step" data-frame="4">' in text
+    assert '<g class="frame current step" data-frame="4" data-unit="MoE layer stage 4 of 7: dispatch all-to-all">' in text
     deck, later = text.split('<template class="deck-later">')
     assert 'data-frame="5"' not in deck and 'data-frame="5"' in later
 

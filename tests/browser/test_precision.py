@@ -29,7 +29,7 @@ def test_typed_value_slider_and_keyboard(page):
     page.keyboard.press("ArrowRight")
     expect(page.locator("[data-k]")).to_have_text("1")
     expect(page).to_have_url(re.compile(r"frame=1"))
-    expect(page.locator(".deck-frame .frame.current .step-header")).to_contain_text("Step 1 of 24")
+    expect(page.locator(".deck-frame .frame.current .step-header")).to_contain_text("Training step 1 of 24")
 
 
 def test_too_large_for_the_format(page):

@@ -50,6 +50,8 @@ class FrameView:
     cursor_x: float
     cursor_y: float
     cursor_label: str
+    unit: str = ""
+    """what the step is, for the player's position text (backward, layer 7 of 12)"""
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,10 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
         if i == chosen_index or (s.recompute, s.k) in [(c.recompute, c.k) for c in
                                                         trace.strategies[:i]]:
             continue
-        curves.append(Curve(s.label, _path(_points(s), sx, sy), SERIES[i + 1], DASHES[i + 1],
+        # colours in the order the curves are shown (SERIES is most-distinct first): by the
+        # strategy's index, "none" and "every k layers" drew vermillion beside orange
+        j = len(curves) + 1
+        curves.append(Curve(s.label, _path(_points(s), sx, sy), SERIES[j], DASHES[j],
                             False, f"peak {human_bytes(s.peak)}, {ms(s.time_ms)}"))
     chosen = trace.chosen
     colour = SERIES[0]
@@ -151,7 +156,7 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
 
     frames = [FrameView(0, "Before the forward pass",
                         tuple(cell(i, "empty") for i in range(n)), (), "", sx(0), sy(0),
-                        "")]
+                        "", "before the forward pass")]
     for k in range(1, last + 1):
         i, j = trace.frame_events[k]
         evs = chosen.events[i:j]
@@ -161,11 +166,16 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
                 changed[e.layer] = e.layer_state
         pts = _points(chosen, evs)
         e_last = evs[-1]
+        layers = sorted({e.layer + 1 for e in evs if e.layer >= 0})
+        where = ("" if not layers else f"layer {layers[0]} of {n}" if len(layers) == 1
+                 else f"layers {min(layers)}–{max(layers)} of {n}")
+        phase = trace.frames[k].phase
         frames.append(FrameView(
-            k, f"{trace.frames[k].phase.capitalize()} · frame {k} of {len(trace.frames) - 1}",
+            k, phase.capitalize() + (f" · {where}" if where else ""),
             tuple(cell(layer, state) for layer, state in sorted(changed.items())),
             boxes(list(changed)), _path(pts, sx, sy), sx(e_last.end_ms), sy(e_last.memory_after),
-            f"{human_bytes(e_last.memory_after)} at {ms(e_last.end_ms)}"))
+            f"{human_bytes(e_last.memory_after)} at {ms(e_last.end_ms)}",
+            phase.lower() + (f", {where}" if where else "")))
     every = next(s for s in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128) if n / s <= 24)
     layer_labels = tuple((round(STRIP_LEFT + (i + 0.5) * cell_w, 1), str(i + 1))
                          for i in range(n) if (i + 1) % every == 0 or i == 0)

@@ -129,7 +129,7 @@ def _cells(cells: tuple[LayerCell, ...], tips: bool) -> list[str]:
 
 def _frame(deck: CheckpointDeck, f: FrameView, current: int, standalone: bool) -> list[str]:
     css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}">']
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
     out += _cells(f.cells, tips=not standalone)
     if f.path:
         out.append(f'<path class="chosen-curve" d="{f.path}" fill="none" stroke="{deck.colour}"/>')

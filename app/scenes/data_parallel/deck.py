@@ -47,6 +47,8 @@ class FrameView:
     cursor: float
     cursor_label: str
     notes: tuple[Label, ...]
+    unit: str = ""
+    """what the step is, for the player's position text: a time (t = 12.3 ms of 26 ms)"""
 
 
 @dataclass(frozen=True)
@@ -95,16 +97,21 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
         lo = trace.moments[k - 1].t_us if k else 0.0
         hi = trace.moments[k].t_us
         pieces, texts = _bar_pieces(chart.bars, x_of(lo), x_of(hi))
+        if k == 0:   # what is about to happen: every span to come, dashed ("empty": not yet)
+            pieces = tuple(Piece(round(b.x, 2), b.y, round(max(b.w, 0.6), 2), b.h, "", "empty")
+                           for b in chart.bars)
         if p.mode == "ddp":
             strip, strip_texts = _bucket_strip(trace, clock, lo, hi, k == 0, strip_y, strip_h)
         elif p.mode == "fsdp":
             strip, strip_texts = _gathered_strip(trace, lo, hi, strip_y, strip_h, x_of)
         else:
             strip, strip_texts = (), ()
+        end = human_time_us(trace.moments[-1].t_us)
         frames.append(FrameView(
-            k, "Before the step" if k == 0 else f"Step {k} of {len(trace.moments) - 1} · "
-            f"{human_time_us(hi)}", pieces + strip, texts + strip_texts, round(x_of(hi), 1),
-            human_time_us(hi), _notes(trace, clock, hi)))
+            k, "Before the step · t = 0" if k == 0 else f"t = {human_time_us(hi)} of {end} · "
+            f"event {k} of {len(trace.moments) - 1}", pieces + strip, texts + strip_texts,
+            round(x_of(hi), 1), human_time_us(hi), _notes(trace, clock, hi),
+            "t = 0, before the step" if k == 0 else f"t = {human_time_us(hi)} of {end}"))
     legend_items = []
     for kind in dict.fromkeys(s.kind for s in t.spans if s.end_us > s.start_us):
         colour, text = KIND_COLOURS.get(kind, ("#777777", kind))
@@ -113,7 +120,7 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
     x, legend = 22.0, []
     for _, colour, text in legend_items:
         legend.append((x, colour, text))
-        x += 40 + len(text) * 8.6
+        x += 52 + len(text) * 9.2     # 16-unit text: at 8.6 a character the swatches touched
     title = deck_title(p, trace)
     strip_title = {"ddp": "DDP's buckets, in the order backward fills them (width = bytes)",
                    "fsdp": f"parameters held gathered beyond this rank's shard (peak "
@@ -146,7 +153,7 @@ def _strip_legend(mode: str, y: float) -> tuple[tuple[float, float, str, str], .
     out, x = [], float(LEFT)
     for colour, text in items:
         out.append((x, y, colour, text))
-        x += 40 + len(text) * 8.6 + 12
+        x += 52 + len(text) * 9.2     # 16-unit text: at 8.6 a character the swatches touched + 12
     return tuple(out)
 
 

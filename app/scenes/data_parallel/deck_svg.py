@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from app.scenes.collective.deck import Label
 from app.scenes.data_parallel.deck import Deck, FrameView
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text, esc
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
@@ -85,7 +85,7 @@ def _labels(labels: tuple[Label, ...], anchor: str) -> str:
 
 def _frame(f: FrameView, current: int, standalone: bool, axis_y: float) -> list[str]:
     css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}">']
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
     for b in f.pieces:
         paint = f' class="{b.cls}"' if b.cls else f' fill="{b.fill}"'
         out.append(f'<rect{paint} x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}"/>')

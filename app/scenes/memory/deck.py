@@ -69,6 +69,8 @@ class Layer:
     legend: tuple[Text, ...]
     swatch: tuple[float, float, str]
     notes: tuple[Text, ...] = ()
+    unit: str = ""
+    """what the step is, for the player's position text (ledger line 2 of 5: gradients)"""
 
 
 @dataclass(frozen=True)
@@ -258,7 +260,8 @@ def build_deck(trace, title: str) -> Deck:
                           cls="good" if trace.fit.fits else "bad"))
         layers.append(Layer(k, HEADERS[k], bar, boxes,
                             tuple(round(v, 1) for v in rect) if rect else None,
-                            legend, swatch, notes))
+                            legend, swatch, notes,
+                            f"ledger line {k + 1} of {len(CATEGORIES)}: {LEGEND[category]}"))
     hatch = None
     if any(b.hatched for layer in layers for b in layer.boxes):
         hatch = Text(legend_x + 26, LEGEND_Y + 13, "assumption", 16)

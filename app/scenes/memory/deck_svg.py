@@ -18,7 +18,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.scenes.memory.deck import Box, Deck, Layer, Text
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
 
 
 
@@ -103,7 +103,7 @@ def _box(b: Box, cls: str = "box") -> str:
 def _layer(layer: Layer, current: int, standalone: bool) -> list[str]:
     css = "frame current" if layer.index == current else "frame"
     hidden = ' display="none"' if layer.index > current else ""    # a file's later layers
-    out = [f'<g class="{css}" data-frame="{layer.index}"{hidden}>']
+    out = [f'<g class="{css}" data-frame="{layer.index}" data-unit="{esc(layer.unit)}"{hidden}>']
     if layer.bar:
         out.append(_box(layer.bar, "box bar"))
     out += [_box(b) for b in layer.boxes]

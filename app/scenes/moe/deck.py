@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -111,6 +111,8 @@ class FrameView:
     header: str
     items: tuple
     arrows: tuple[Arrow, ...] = ()
+    unit: str = ""
+    """what the step is, for the player's position text (stage 3 of 7 of the MoE layer: …)"""
 
 
 @dataclass(frozen=True)
@@ -755,10 +757,15 @@ def _ep_frame7(p, trace, cols: _Columns) -> list:
     return items
 
 
-HEADERS = ("0 · tokens and router logits", "1 · softmax over the experts",
-           "2 · top-k choice and gate weights", "3 · capacity and drops",
-           "4 · dispatch all-to-all", "5 · the experts compute", "6 · combine all-to-all",
-           "7 · weighted sum: the output")
+STAGES = ("tokens and router logits", "softmax over the experts",
+          "top-k choice and gate weights", "capacity and drops",
+          "dispatch all-to-all", "the experts compute", "combine all-to-all",
+          "weighted sum: the output")
+"""a step is a stage of one MoE layer's forward pass: the header and the player name it"""
+HEADERS = tuple(f"Stage {k} of {len(STAGES) - 1} · {s}" if k else f"Before routing · {s}"
+                for k, s in enumerate(STAGES))
+UNITS = tuple(f"MoE layer stage {k} of {len(STAGES) - 1}: {s}" if k else f"before routing: {s}"
+              for k, s in enumerate(STAGES))
 
 
 def build_deck(trace) -> MoeDeck:
@@ -775,4 +782,5 @@ def build_deck(trace) -> MoeDeck:
         FrameView(6, HEADERS[6], tuple(_ep_frame6(p, trace, cols))),
         FrameView(7, HEADERS[7], tuple(_ep_frame7(p, trace, cols))),
     ]
+    frames = [replace(f, unit=UNITS[f.index]) for f in frames]
     return MoeDeck(WIDTH, HEIGHT, deck_title(p), tuple(frames))

@@ -66,6 +66,8 @@ class FrameView:
     rows: tuple[RowCells, ...]
     outlines: tuple[tuple[float, float, float, float], ...]
     segment: Segment | None
+    unit: str = ""
+    """what the step is, for the player's position text (optimizer step 2 of 3: update)"""
 
 
 @dataclass(frozen=True)
@@ -168,10 +170,12 @@ def build_deck(trace: OptimizerTrace, upto: int | None = None) -> OptimizerDeck:
                 outlines.append((GRID_LEFT - 2, round(ys[i] - 1, 1), round(n * col_w + 4, 1),
                                  round(row_h + 2, 1)))
         segment = chart["segments"].get(k)
-        header = ("Before the first step" if k == 0 else
-                  f"Step {f.step} of {n_steps} · {f.phase}")
+        header = ("Before the first optimizer step" if k == 0 else
+                  f"Optimizer step {f.step} of {n_steps} · {f.phase}")
+        unit = ("before optimizer step 1" if k == 0 else
+                f"optimizer step {f.step} of {n_steps}: {f.phase}")
         frames.append(FrameView(k, header, formula(f.phase, p.optimizer, p.precision),
-                                tuple(cells), tuple(outlines), segment))
+                                tuple(cells), tuple(outlines), segment, unit))
 
     columns = tuple((round(x + col_w / 2, 1), round(top - 10, 1), f"[{j}]")
                     for j, x in enumerate(xs))

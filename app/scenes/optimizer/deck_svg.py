@@ -214,7 +214,7 @@ class _Cells:
 
 def _frame(cells: _Cells, f: FrameView, current: int, standalone: bool) -> list[str]:
     css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}">']
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
     for row in f.rows:
         out += cells.row(row)
     if f.segment:

@@ -97,6 +97,8 @@ class FrameView:
     header: str
     axis: str
     shapes: tuple
+    unit: str = ""
+    """what the step shows, for the player's position text: "tp groups", "traffic of dp" (the tour's stop)"""
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,8 @@ def build_deck(trace: ParallelismTrace, only: int | None = None) -> Deck:
             else f"Traffic of {groups_of.get(frame.axis, frame.axis)}")
         header = f"Step {k} of {n - 1} · {title}"
         shapes = _frame_shapes(trace, k, geometry)
-        frames.append(FrameView(k, header, frame.axis or "", tuple(shapes)))
+        frames.append(FrameView(k, header, frame.axis or "", tuple(shapes),
+                                title[0].lower() + title[1:]))
     legend = _legend()
     return Deck(WIDTH, HEIGHT, deck_title(p), detailed, tuple(boxes), tuple(labels), tuple(cells),
                 cell_font, tuple(frames), legend)

@@ -17,7 +17,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.draw.fmt import coord
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
 from app.scenes.parallelism.deck import (
     AXIS_COLOURS,
     KINDS,
@@ -75,7 +75,7 @@ def _cells(deck: Deck, standalone: bool) -> str:
 
 def _frame(f: FrameView, current: int) -> list[str]:
     css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}" data-axis="{f.axis}">']
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}" data-axis="{f.axis}">']
     out += [_shape(s) for s in f.shapes]
     out.append(_text(Text(22, 36, f.header, 22, "ink step-header", weight=700)))
     out.append("</g>")

@@ -269,6 +269,8 @@ class ScaleFrame:
     max_x: float
     point: Point | None
     shift_label: str
+    unit: str = ""
+    """what the step is, for the player's position text (training step 3 of 24: S = 2¹⁶)"""
 
 
 @dataclass(frozen=True)
@@ -334,7 +336,8 @@ def scale_deck(trace: PrecisionTrace, upto: int | None = None) -> ScaleDeck:
     y_ticks = tuple((ty(k), pow2(k)) for k in range(s_lo, s_hi + 1, every))
     x_every = max(1, math.ceil(n / 16))
     x_ticks = tuple((tx(t), str(t)) for t in range(1, n + 1) if t % x_every == 0 or t == 1)
-    frames = [ScaleFrame(0, "Before the first step", (), "", False, 0.0, None, "")]
+    frames = [ScaleFrame(0, "Before the first training step", (), "", False, 0.0, None, "",
+                         "before training step 1")]
     for k in range(1, last + 1):
         s = trace.scale_steps[k - 1]
         h = trace.scaled_histograms[k - 1]
@@ -348,13 +351,22 @@ def scale_deck(trace: PrecisionTrace, upto: int | None = None) -> ScaleDeck:
         verdict = (f"✗ max |S·g| = {s.max_scaled:.3g} > 65504: skip the step, S → "
                    f"{pow2(math.log2(s.scale_after))}" if s.found_inf else
                    f"✓ max |S·g| = {s.max_scaled:.3g} fits in FP16: step applied")
-        frames.append(ScaleFrame(k, f"Step {k} of {n} · S = {pow2(math.log2(s.scale))}", bars,
+        scale = pow2(math.log2(s.scale))
+        frames.append(ScaleFrame(k, f"Training step {k} of {n} · S = {scale}", bars,
                                  verdict, s.found_inf, axis(math.log2(s.max_scaled)), point,
                                  f"× S shifts every gradient {math.log2(s.scale):g} binades "
-                                 f"right"))
-    legend = tuple((22 + i * 236, ZONE_COLOURS[z], ZONE_WORDS[z] + " in FP16")
-                   for i, z in enumerate(("underflow", "subnormal", "normal", "overflow")))
-    legend += ((22 + 4 * 236, "none", "dashed: g before scaling"),)
+                                 f"right", f"training step {k} of {n}: S = {scale}"
+                                 + (", overflow: skipped" if s.found_inf else "")))
+    # each entry as wide as its words (16-unit text, about 9 units a character): at a fixed
+    # 236 apart, "subnormal: fewer bits in FP16" ran into the next swatch
+    entries = [(ZONE_COLOURS[z], ZONE_WORDS[z] + " in FP16")
+               for z in ("underflow", "subnormal", "normal", "overflow")]
+    entries.append(("none", "dashed: g before scaling"))
+    legend, x = [], 22.0
+    for colour, words in entries:
+        legend.append((round(x, 1), colour, words))
+        x += 24 + 9 * len(words) + 22
+    legend = tuple(legend)
     return ScaleDeck(WIDTH, 720, f"dynamic loss scaling · FP16 · S₀ = {pow2(p.init_scale_log2)}"
                      f" · growth every {p.growth_interval} clean steps",
                      tuple(zones), ghost, axis.ticks(), axis.left, axis.right, base,

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from app.scenes.precision.deck import (Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame,
                                  binade_label)
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
 from app.draw.fmt import coord as _n
 from app.draw.fmt import coord2 as _n2
 
@@ -213,7 +213,7 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
 
 def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> list[str]:
     css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}">']
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
     pt = f.point
     if pt:
         if pt.line:

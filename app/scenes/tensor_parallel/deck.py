@@ -8,7 +8,7 @@ frame highlights the box of the data flow its step belongs to.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.sim.tensor_parallel.simulate import TensorParallelTrace
 from app.draw.palette import rank_colour
@@ -95,6 +95,24 @@ def _headers(trace: TensorParallelTrace) -> list[str]:
     return out
 
 
+def _units(trace: TensorParallelTrace) -> list[str]:
+    """What each step is, for the player's position text: "forward 1 of 2: column-parallel
+    matmul", "backward 3 of 4: all-reduce", "check: gradients"."""
+    steps = trace.result.steps
+    totals = {p: sum(1 for s in steps if s.pass_ == p) for p in ("forward", "backward")}
+    seen = {"forward": 0, "backward": 0}
+    out = []
+    for s in steps:
+        if s.pass_ in seen:
+            seen[s.pass_] += 1
+            out.append(f"{s.pass_} {seen[s.pass_]} of {totals[s.pass_]}: {s.title}")
+        elif s.kind == "check":
+            out.append(f"check: {s.title}")
+        else:
+            out.append("before the forward pass")
+    return out
+
+
 def build_deck(trace: TensorParallelTrace, only: int | None = None) -> Deck:
     """Every frame, or frame ``only`` alone (a standalone export)."""
     p = trace.params
@@ -102,14 +120,15 @@ def build_deck(trace: TensorParallelTrace, only: int | None = None) -> Deck:
     colour = source_colour(tp)
     boxes, flow_arrows, index = _flow(trace)
     lanes = _lanes(tp)
-    headers = _headers(trace)
+    headers, units = _headers(trace), _units(trace)
     frames = []
     for k, step in enumerate(trace.result.steps):
         if only is not None and k != only:
             continue
         box = boxes[index[step.flow]] if step.flow in index else None
         highlight = (box.x - 4, box.y - 4, box.w + 8, box.h + 8) if box else None
-        frames.append(step_frame(k, step, tp, lanes, colour, headers[k], highlight))
+        frames.append(replace(step_frame(k, step, tp, lanes, colour, headers[k], highlight),
+                              unit=units[k]))
     label_size = 18.0 if tp <= 4 else 16.0
     lane_labels = tuple(Text(LEFT - 16, round((a + b) / 2 + 6, 1),
                              f"rank {r}" if tp <= 8 else f"r{r}", label_size, anchor="end",

@@ -88,6 +88,7 @@ class FrameView:
     arrows: tuple[Arrow, ...]
     band: Band | None
     lanes: bool = True          # False: a whole-page view (a check), no rank lanes
+    unit: str = ""              # the player's position text: "backward 3 of 4: all-reduce"
 
 
 def _symbol_width(symbol: str) -> tuple[float, float]:

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from app.scenes.tensor_parallel.deck import Deck
 from app.scenes.tensor_parallel.deck_frames import FrameView, Text
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
 
 LEGEND_FILLS = {"grey": "#bcc3cb", "dark": "#3a4250", "shade": "url(#tp-shade)"}
 
@@ -92,7 +92,7 @@ def _lanes(deck: Deck) -> list[str]:
 def _frame(deck: Deck, f: FrameView, current: int) -> list[str]:
     cls = "frame current" if f.index == current else "frame"
     hidden = ' display="none"' if f.index > current else ""
-    out = [f'<g class="{cls}" data-frame="{f.index}"{hidden}>']
+    out = [f'<g class="{cls}" data-frame="{f.index}" data-unit="{esc(f.unit)}"{hidden}>']
     if not f.lanes:    # a whole-page view: it covers the lanes
         out.append(f'<rect class="bg" x="0" y="124" width="{deck.width}" height="562"/>')
     if f.band:

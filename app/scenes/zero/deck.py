@@ -75,6 +75,8 @@ class FrameView:
     segments: tuple[Segment, ...]
     memory_total: str
     sent_text: tuple[str, ...]
+    unit: str = ""
+    """what the step is, for the player's position text (training step 3, phase 2 of 7: backward)"""
 
 
 @dataclass(frozen=True)
@@ -186,16 +188,19 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     for k in range(last + 1):
         phase = g.phases[k]
         sent_so_far += phase.sent
-        header = ("Before the step" if k == 0 else f"Step {k} of {n_frames} · "
-                  f"{phase.phase.replace('_', '-')}"
-                  + (f" · layer {phase.unit}" if phase.unit >= 0 else ""))
+        what = (f"{phase.phase.replace('_', '-')}"
+                + (f" · layer {phase.unit}" if phase.unit >= 0 else ""))
+        header = (f"Before training step {p.steps}" if k == 0 else
+                  f"Training step {p.steps} · phase {k} of {n_frames} · {what}")
+        unit = (f"before training step {p.steps}" if k == 0 else
+                f"training step {p.steps}, phase {k} of {n_frames}: {what}")
         frames.append(FrameView(
             k, header, tuple(drawn[k].cells),
             tuple(tip(trace, grid, k, c) for c in drawn[k].cells) if titled else (),
             tuple(drawn[k].numbers),
             _arrows(trace, phase, ring), _notes(trace, k, ring, block, gap),
             _segments(trace.memory[k], bar_bottom, scale), f"{human_gb(trace.memory[k].total)}",
-            _sent_text(trace, sent_so_far)))
+            _sent_text(trace, sent_so_far), unit))
     legend = _legend(p.stage)
     return Deck(WIDTH, HEIGHT, deck_title(p, trace), ring, ellipsis, row_labels,
                 tuple(unit_labels), tuple(shard_labels), tuple(separators), tuple(frames),

@@ -17,7 +17,7 @@ from html import escape
 from markupsafe import Markup
 
 from app.scenes.zero.deck import Deck, FrameView
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text
+from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text, esc
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
@@ -85,7 +85,7 @@ def _grid_frame(deck: Deck) -> list[str]:
 
 def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str]:
     css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}">']
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
     tips = f.tips if not standalone else ()
     for k, c in enumerate(f.cells):
         tip = f' data-tip="{escape(tips[k])}"' if tips else ""
