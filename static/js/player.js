@@ -201,6 +201,14 @@
     return el.tagName === "INPUT" && !!TEXT_TYPES[(el.getAttribute("type") || "text").toLowerCase()];
   }
 
+  // How the focus last moved: a pointer (a click, a drag) or the keyboard (Tab). Chromium's
+  // :focus-visible cannot tell: any key pressed makes the focused element match it.
+  var focusedBy = null;
+  document.addEventListener("pointerdown", function () { focusedBy = "pointer"; }, true);
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Tab") focusedBy = "keyboard";
+  }, true);
+
   var STEP_KEYS = { ArrowLeft: "prev", ArrowRight: "next", PageUp: "prev", PageDown: "next", Home: "first", End: "last" };
 
   document.addEventListener("keydown", function (event) {
@@ -213,9 +221,11 @@
     if (classroom && classroom.key(event)) { event.preventDefault(); return; }
     var tag = target && target.tagName;
     if (STEP_KEYS[event.key]) {
-      // a focused slider keeps its keys (dragging by keyboard); PageUp/PageDown, a clicker's,
-      // step the player even there
-      if (tag === "INPUT" && target.type === "range" && event.key.indexOf("Page") !== 0) return;
+      // A slider reached with the keyboard (Tab) keeps its arrow keys, so it
+      // can be moved without a mouse; one a mouse or finger let go of does not (a lecturer
+      // drags, then steps with →). PageUp/PageDown, a clicker's keys, step the player even there.
+      if (tag === "INPUT" && target.type === "range" && event.key.indexOf("Page") !== 0 &&
+          focusedBy !== "pointer") return;
       event.preventDefault();
       if (tag === "SELECT" || (tag === "INPUT" && target.type !== "range")) target.blur();
       active.act(STEP_KEYS[event.key]);

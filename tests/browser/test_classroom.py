@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from app.main import SCENES
 
@@ -120,6 +121,27 @@ def test_chip_and_select_do_not_swallow_arrows(page):
     assert page.is_visible(".key-help") and "presentation mode" in page.inner_text(".key-help")
     page.keyboard.press("Escape")
     assert not page.is_visible(".key-help")
+
+
+def test_a_slider_let_go_of_gives_the_arrows_to_the_player(page):
+    open_page(page, "/collective?world=4", 1600, 1000)
+    slider = page.locator('#controls input[name="world"]')
+    box = slider.bounding_box()
+    page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)   # a click: the lowest world
+    page.wait_for_timeout(300)
+    world = slider.input_value()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert slider.input_value() == world and position(page) == 2   # stepped, not moved
+    # reached with Tab it keeps its arrows; PageDown, a clicker's key, still steps
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.name") == "world"
+    page.keyboard.press("ArrowRight")
+    expect(slider).to_have_value(str(int(world) + 1))
+    expect(page).to_have_url(re.compile(rf"world={int(world) + 1}&"))
+    page.keyboard.press("PageDown")
+    assert position(page) == 1                     # the new stage starts at step 0
 
 
 def test_text_fields_keep_their_keys(page):
