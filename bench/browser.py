@@ -115,6 +115,16 @@ def chip_selectors(page, limit: int = 6) -> list[str]:
     }""", limit)
 
 
+def scene_draggable(scene) -> bool:
+    """Whether the scene's key control is a slider (the planner's is a number field: its
+    searches are timed by bench/planner.py, its chips here)."""
+    from app.params import control_spec
+    if not scene.key_slider:
+        return False
+    spec = control_spec(scene.params, scene.key_slider)
+    return spec is not None and spec.kind in ("slider", "log2", "values")
+
+
 def control_selector(name: str) -> str:
     """The control a person moves for parameter ``name``: its range input, the range input that
     drives its hidden input (a list or log₂ slider), or its select."""
@@ -174,33 +184,36 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
             requests = len(sizes)
             read_s = read_page(page)
             fetched_at_rest = page.evaluate("() => ShardscopeStage.keptCount()")
-            selector = control_selector(scene.key_slider)
-            control = page.locator(selector).first
-            is_select = control.evaluate("el => el.tagName") == "SELECT"
-            if is_select:
-                options = control.evaluate("el => [...el.options].map(o => o.value)")
-                values = [options[i % len(options)] for i in range(1, moves + 1)]
-            else:
+            times, jumped, values, start = [], [], [], None
+            draggable = scene_draggable(scene)
+            if draggable:
+                selector = control_selector(scene.key_slider)
+                control = page.locator(selector).first
                 low = int(float(control.get_attribute("min")))
                 high = int(float(control.get_attribute("max")))
                 start = int(float(control.input_value()))
                 values = slider_values(max(low, start), high, moves)
-            times = page.evaluate(MEASURE_MOVES, {"selector": selector, "values": values})
+                times = page.evaluate(MEASURE_MOVES, {"selector": selector, "values": values})
             # the person's own requests (htmx's XMLHttpRequest) during the jumps: those answered
             # by the server on the spot rather than from what the page fetched ahead
             page.on("request", lambda r: asked.append(r.url) if r.resource_type == "xhr" else None)
-            jumped = []
-            if not is_select:
+            track = 0
+            if draggable:
                 targets = jump_values(low, high, values + [start], jumps, scene.slug)
                 if len(targets) >= jumps // 2:
                     jumped = page.evaluate(MEASURE_MOVES, {"selector": selector,
                                                            "values": targets})
+                    track = len(jumped)
+            # a person looks at where the track took them before clicking a chip
+            read_page(page)
             jumped += page.evaluate(MEASURE_CLICKS, {"selectors": chip_selectors(page)})
             results[scene.slug] = {
                 "first_load_bytes": transferred, "first_load_requests": requests,
                 "foreign_requests": len(foreign), "slider": scene.key_slider,
-                "moves": len(times), "repaint_p50_ms": percentile(times, 50),
-                "repaint_p95_ms": percentile(times, 95), "jump_ms": jumped,
+                "moves": len(times),
+                "repaint_p50_ms": percentile(times, 50) if times else None,
+                "repaint_p95_ms": percentile(times, 95) if times else None, "jump_ms": jumped,
+                "track_jumps": track, "chip_jumps": len(jumped) - track,
                 "jump_p50_ms": percentile(jumped, 50) if jumped else None,
                 "jump_p95_ms": percentile(jumped, 95) if jumped else None,
                 "jumps_from_server": len(asked), "read_s": read_s,

@@ -26,8 +26,11 @@ def free_port() -> int:
 def serve(target: str, *factory: str, ready_path: str = "/"):
     """Run ``uvicorn target`` and yield its base URL; stop it by its process id."""
     port = free_port()
+    # uvloop and httptools named, for the app and the bare yardstick alike (uvicorn's "auto"
+    # would quietly fall back to asyncio and h11 where they are missing)
     command = [sys.executable, "-m", "uvicorn", target, *factory, "--host", "127.0.0.1",
-               "--port", str(port), "--log-level", "warning", "--no-access-log"]
+               "--port", str(port), "--loop", "uvloop", "--http", "httptools",
+               "--log-level", "warning", "--no-access-log"]
     proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             start_new_session=True)
     base = f"http://127.0.0.1:{port}"

@@ -169,8 +169,10 @@ HELP_IN_FIELD = re.compile(r"\bfield\([^)]*?\bhelp=")
 # control (a radio, checkbox, select, text input or option list written out).
 CHOICE_CALL = re.compile(r"\{\{\s*(?:radios|select|select_number|checkbox|text)\(")
 LITERAL_OPTIONS = re.compile(r"\bfield\([^)]*?\boptions=\s*[\[({]")
-RAW_CONTROL = re.compile(r"""<input[^>]*type=["'](?:radio|checkbox|text)["']|<select\b|<datalist\b"""
-                         r"""|<legend\b|<option\b""")
+RAW_CONTROL = re.compile(r"""<input(?![^>]*\bdata-ui\b)[^>]*type=["'](?:radio|checkbox|text)["']"""
+                         r"""|<select\b|<datalist\b|<legend\b|<option\b""")
+"""A control typed in a template; ``data-ui`` marks an input that is the page's own (the
+planner's launch-config tabs), never a parameter: it sends nothing to the server."""
 
 
 def literal_bounds(source: str) -> list[str]:
@@ -199,6 +201,7 @@ def test_the_pattern_finds_a_typed_bound():
     assert literal_bounds('<select name="gpu"><option value="h100-80">H100</option></select>')
     assert literal_bounds('<label><input type="radio" name="op" value="ring"> Ring</label>')
     assert literal_bounds('<input type="text" id="f-order" name="order" list="orders">')
+    assert not literal_bounds('<input data-ui type="radio" name="launch-tab" id="launch-x">')
     assert not literal_bounds('{{ field(model, "preset", v.preset, options=presets) }}')
     assert not literal_bounds('{{ field(model, "algorithm", v.algorithm, '
                               'option_attrs=alg_attrs) }}')
