@@ -80,8 +80,10 @@ def grid(model: PlanModel, world: int, global_batch: int, pins: Pins = Pins()
         if L - (p - 1) * per < 1:
             continue
         pps.append(p)
-    rows: dict[str, list] = {k: [] for k in ("tp", "cp", "ep", "pp", "v", "dp", "zero", "b", "m",
-                                             "rc")}
+    names = ("tp", "cp", "ep", "pp", "v", "dp", "zero", "b", "m", "rc")
+    blocks: list[np.ndarray] = []   # each (rows, 10), in the order of ``names``
+    recomputes = np.array([r for r, rc in enumerate(RECOMPUTES) if _ok(pins.recompute, rc)],
+                          dtype=np.int64)
     for t in tps:
         for c in cps:
             for p in pps:
@@ -97,6 +99,9 @@ def grid(model: PlanModel, world: int, global_batch: int, pins: Pins = Pins()
                 share = global_batch // d
                 per = ceil(L / p)
                 vs = [1] + ([v for v in range(2, MAX_V + 1) if per % v == 0] if p > 1 else [])
+                zeros = np.array([z for z in range(4) if _ok(pins.zero, z)
+                                  and not (d * c == 1 and z) and not (z == 3 and p > 1)],
+                                 dtype=np.int64)
                 for e in eps:
                     if (d * c) % e:
                         continue
@@ -106,21 +111,24 @@ def grid(model: PlanModel, world: int, global_batch: int, pins: Pins = Pins()
                         sched = "interleaved_1f1b" if v > 1 else "1f1b"
                         if pins.schedule is not None and pins.schedule != sched:
                             continue
-                        for b in range(1, min(MAX_MICRO_BATCH, share) + 1):
-                            if share % b or not _ok(pins.micro_batch, b):
-                                continue
-                            m = share // b
-                            if p > 1 and (m < p or (v > 1 and m % p)):
-                                continue
-                            for z in range(4):
-                                if not _ok(pins.zero, z) or (d * c == 1 and z) or (z == 3 and p > 1):
-                                    continue
-                                for r, rc in enumerate(RECOMPUTES):
-                                    if not _ok(pins.recompute, rc):
-                                        continue
-                                    for k, val in zip(rows, (t, c, e, p, v, d, z, b, m, r)):
-                                        rows[k].append(val)
-    return {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}, rejected
+                        bs = np.array([b for b in range(1, min(MAX_MICRO_BATCH, share) + 1)
+                                       if share % b == 0 and _ok(pins.micro_batch, b)
+                                       and not (p > 1 and (share // b < p
+                                                           or (v > 1 and (share // b) % p)))],
+                                      dtype=np.int64)
+                        if not (len(bs) and len(zeros) and len(recomputes)):
+                            continue
+                        # every (b, z, rc), b slowest and rc fastest, as nested loops give
+                        b_, z_, r_ = (a.ravel() for a in np.meshgrid(bs, zeros, recomputes,
+                                                                    indexing="ij"))
+                        n = len(b_)
+                        block = np.empty((n, len(names)), dtype=np.int64)
+                        block[:, :6] = (t, c, e, p, v, d)
+                        block[:, 6], block[:, 7], block[:, 8], block[:, 9] = z_, b_, share // b_, r_
+                        blocks.append(block)
+    table = (np.concatenate(blocks) if blocks
+             else np.empty((0, len(names)), dtype=np.int64))
+    return {k: np.ascontiguousarray(table[:, i]) for i, k in enumerate(names)}, rejected
 
 
 @dataclass(frozen=True)
