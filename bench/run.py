@@ -177,7 +177,7 @@ def table(r: dict) -> str:
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     rows.extend(exports.rows(r.get("exports", {}), mark))
     if "planner" in r:
-        rows.append(planner.row(r["planner"]))
+        rows.extend(planner.rows(r["planner"]))
     m = r["machine"]
     rows += heaviest.rows(r.get("heaviest_states", {}))
     rows.append("")

@@ -102,29 +102,32 @@ def grid(model: PlanModel, world: int, global_batch: int, pins: Pins = Pins()
                 zeros = np.array([z for z in range(4) if _ok(pins.zero, z)
                                   and not (d * c == 1 and z) and not (z == 3 and p > 1)],
                                  dtype=np.int64)
+                # the (ZeRO, b, m, recompute) rows of each v: b slowest, recompute fastest,
+                # as nested loops give them; they do not depend on ep
+                tails = {}
+                for v in vs:
+                    if pins.chunks is not None and v != pins.chunks:
+                        continue
+                    sched = "interleaved_1f1b" if v > 1 else "1f1b"
+                    if pins.schedule is not None and pins.schedule != sched:
+                        continue
+                    bs = np.array([b for b in range(1, min(MAX_MICRO_BATCH, share) + 1)
+                                   if share % b == 0 and _ok(pins.micro_batch, b)
+                                   and not (p > 1 and (share // b < p
+                                                       or (v > 1 and (share // b) % p)))],
+                                  dtype=np.int64)
+                    nb, nz, nr = len(bs), len(zeros), len(recomputes)
+                    if nb and nz and nr:
+                        b_ = np.repeat(bs, nz * nr)
+                        tails[v] = np.stack([np.tile(np.repeat(zeros, nr), nb), b_, share // b_,
+                                             np.tile(recomputes, nb * nz)], axis=1)
                 for e in eps:
                     if (d * c) % e:
                         continue
-                    for v in vs:
-                        if pins.chunks is not None and v != pins.chunks:
-                            continue
-                        sched = "interleaved_1f1b" if v > 1 else "1f1b"
-                        if pins.schedule is not None and pins.schedule != sched:
-                            continue
-                        bs = np.array([b for b in range(1, min(MAX_MICRO_BATCH, share) + 1)
-                                       if share % b == 0 and _ok(pins.micro_batch, b)
-                                       and not (p > 1 and (share // b < p
-                                                           or (v > 1 and (share // b) % p)))],
-                                      dtype=np.int64)
-                        if not (len(bs) and len(zeros) and len(recomputes)):
-                            continue
-                        # every (b, z, rc), b slowest and rc fastest, as nested loops give
-                        b_, z_, r_ = (a.ravel() for a in np.meshgrid(bs, zeros, recomputes,
-                                                                    indexing="ij"))
-                        n = len(b_)
-                        block = np.empty((n, len(names)), dtype=np.int64)
+                    for v, tail in tails.items():
+                        block = np.empty((len(tail), len(names)), dtype=np.int64)
                         block[:, :6] = (t, c, e, p, v, d)
-                        block[:, 6], block[:, 7], block[:, 8], block[:, 9] = z_, b_, share // b_, r_
+                        block[:, 6:] = tail
                         blocks.append(block)
     table = (np.concatenate(blocks) if blocks
              else np.empty((0, len(names)), dtype=np.int64))
