@@ -29,8 +29,8 @@
   // where a drag goes next, and fetches the states one change away while the page rests), is
   // swapped in from here with htmx's own swap: even an answer from the browser's HTTP cache
   // takes 5–10 ms. Bounded by characters, oldest out first.
-  var KEEP_CHARS = 24e6, KEEP_STATES = 400;
-  var kept = new Map(), keptChars = 0;
+  var KEEP_CHARS = 24e6, KEEP_STATES = 400, REST_CHARS = 0.75 * KEEP_CHARS;
+  var kept = new Map(), keptChars = 0, shown = null;  // shown: the URL of the state on screen
 
   function keep(url, html, status) {
     var old = kept.get(url);
@@ -67,8 +67,19 @@
   var planned = false;
   function willPlan() { planned = true; }
 
+  // What the page holds and the new plan does not need makes room first, oldest first (the
+  // state on screen stays): fetching at rest stops at REST_CHARS and so never pushes out a
+  // state it fetched for this plan.
   function fetchAtRest(urls) {
     planned = false;
+    var plan = new Set(urls);
+    var room = REST_CHARS / 2;
+    for (var entry of Array.from(kept.entries())) {
+      if (keptChars <= room) break;
+      if (plan.has(entry[0]) || entry[0] === shown) continue;
+      keptChars -= entry[1].html.length;
+      kept.delete(entry[0]);
+    }
     restful = urls.filter(wanted);
     next();
   }
@@ -89,6 +100,8 @@
         wake = setTimeout(next, Math.max(RETRY_MS, RESTING_MS - (performance.now() - lastMove)));
         return;
       }
+      // fetching at rest never pushes out what the page holds: it stops at REST_CHARS
+      if (keptChars > REST_CHARS) { restful = []; return; }
       while (restful.length && !url) url = wanted(restful[0]) ? restful.shift() : (restful.shift(), null);
       tier = "rest";
     }
@@ -131,6 +144,7 @@
 
   function answer(detail, url, state) {
     keep(url, state.html, state.status);
+    shown = url;
     var target = detail.target;
     prepare(target);
     htmx.swap(target, state.html, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
@@ -171,6 +185,7 @@
     next();
     if (!detail.xhr || (detail.xhr.status !== 200 && detail.xhr.status !== 422)) return;
     keep(detail.pathInfo.finalRequestPath, detail.xhr.responseText, detail.xhr.status);
+    shown = detail.pathInfo.finalRequestPath;
     answered(detail, detail.pathInfo.finalRequestPath);
   });
 
