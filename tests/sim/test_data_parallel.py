@@ -210,3 +210,25 @@ def test_layer_norm_weight_before_bias():
     assert t.timeline.buckets[0].tensors[:4] == (146, 147, 145, 144)
     tiny = simulate(DataParallelParams(preset="gpt2", bucket_mb=0.001, dp=4)).timeline.buckets
     assert len(tiny) == 148 and [b.tensors[0] for b in tiny[:4]] == [146, 147, 145, 144]
+
+
+@pytest.mark.parametrize("query", [{"mode": "ddp"}, {"mode": "ddp", "bucket_mb": 1},
+                                   {"mode": "fsdp"}, {"mode": "fsdp", "prefetch": False},
+                                   {"mode": "dp"}])
+def test_every_task_ends_in_one_moment_and_every_caption_says_what(query):
+    """Issue 13: a moment's caption read "16.2 ms → 16.7 ms: ." — the task that ended then had
+    been counted in the next moment (times rounded to 1e-6 µs). Each task with a length ends in
+    exactly one moment (the last whose time is ≥ its end, within rounding), and every caption
+    after the first says something after its time range."""
+    from app.sim.data_parallel.params import DataParallelParams
+    trace = simulate(DataParallelParams(**query))
+    times = [m.t_us for m in trace.moments]
+    for s in trace.timeline.spans:
+        if s.end_us <= s.start_us or s.end_us > times[-1] + 1e-6:
+            continue
+        owners = [k for k, m in enumerate(trace.moments) if s in m.ended]
+        expected = next(k for k, t in enumerate(times) if k and t >= round(s.end_us, 6))
+        assert owners == [expected], (s.name, owners, expected)
+    for f in trace.frames[1:]:
+        text = f.caption.split(": ", 1)[1]
+        assert len(text) > 5 and not text.startswith("."), f.caption

@@ -125,10 +125,11 @@ def build_deck(trace: CheckpointTrace, upto: int | None = None) -> CheckpointDec
         if i == chosen_index or (s.recompute, s.k) in [(c.recompute, c.k) for c in
                                                         trace.strategies[:i]]:
             continue
-        # colours in the order the curves are shown (SERIES is most-distinct first): by the
-        # strategy's index, "none" and "every k layers" drew vermillion beside orange
+        # the other strategies in the muted ink ("" here), told apart by dash and label: in
+        # colour they took the layer states' hues (selective green beside "input only" teal,
+        # every 3 layers purple beside "all but attention scores" pink; principle 15)
         j = len(curves) + 1
-        curves.append(Curve(s.label, _path(_points(s), sx, sy), SERIES[j], DASHES[j],
+        curves.append(Curve(s.label, _path(_points(s), sx, sy), "", DASHES[j],
                             False, f"peak {human_bytes(s.peak)}, {ms(s.time_ms)}"))
     chosen = trace.chosen
     colour = SERIES[0]

@@ -72,15 +72,16 @@ def _chart(deck: CheckpointDeck) -> list[str]:
     for c in deck.curves:
         if not c.chosen:
             dash = f' stroke-dasharray="{c.dash}"' if c.dash else ""
-            out.append(f'<path class="other-curve" d="{c.path}" fill="none" '
-                       f'stroke="{c.colour}"{dash}/>')
+            out.append(f'<path class="axisline other-curve" d="{c.path}" fill="none"{dash}/>')
     for q, c in enumerate(deck.curves):
         y = top + q * 48
         dash = f' stroke-dasharray="{c.dash}"' if c.dash else ""
         this_run = ('<tspan class="muted" font-size="16" font-weight="400"> this run</tspan>'
                     if c.chosen else "")
+        paint = (f'stroke="{c.colour}" stroke-width="5"' if c.chosen else   # others: muted ink
+                 'class="axisline" style="stroke-width:3"')
         out.append(f'<line x1="{_n(right + 20)}" x2="{_n(right + 56)}" y1="{_n(y + 12)}" '
-                   f'y2="{_n(y + 12)}" stroke="{c.colour}" stroke-width="{5 if c.chosen else 3}"'
+                   f'y2="{_n(y + 12)}" {paint}'
                    f'{dash}/><text class="ink" x="{_n(right + 64)}" y="{_n(y + 17)}" '
                    f'font-size="16" font-weight="{700 if c.chosen else 400}">{_e(c.label)}'
                    f'{this_run}</text><text class="muted" x="{_n(right + 64)}" '

@@ -426,6 +426,24 @@ def _bin_axes(p, bins: _Bins) -> list:
     return items
 
 
+def _bin_preview(p, trace, bins: _Bins) -> list:
+    """Step 0, while it is current: the empty expert bins of step 2, grouped by rank, the
+    capacity line of step 3 dashed, and what will fill them: the deck's right half says what is
+    about to happen instead of staying empty."""
+    cap = trace.drops.capacity
+    k = p.top_k
+    items = [Text(BIN_X0, 66, f"next: each token's top-{k} expert{'s' if k > 1 else ''} "
+                              f"fill these bins", size=15, cls="muted")]
+    items += _bin_axes(p, bins)
+    if cap is not None:
+        line = cap if bins.per_rank else cap * p.ep
+        y = BIN_Y1 - line * bins.unit
+        items.append(Stroke(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}", "limit"))
+        items.append(Text(BIN_X0, y - 10, f"capacity: {line} per expert"
+                          + (" from each rank" if bins.per_rank else ""), cls="muted"))
+    return [replace(item, cls=f"{item.cls} only-current".strip()) for item in items]
+
+
 def _arrows(p, trace, tab: _Table, bins: _Bins) -> tuple[Arrow, ...]:
     """Top-k arrows of the first tokens, from their row to their slot, with the gate weight."""
     from app.draw.geometry import Point, arrow
@@ -772,7 +790,7 @@ def build_deck(trace) -> MoeDeck:
     p = trace.params
     tab, bins, cols = _table(p), _bins(p, trace), _columns(p, trace)
     frames = [
-        FrameView(0, HEADERS[0], tuple(_table_frame0(p, trace, tab))),
+        FrameView(0, HEADERS[0], tuple(_table_frame0(p, trace, tab) + _bin_preview(p, trace, bins))),
         FrameView(1, HEADERS[1], tuple(_table_frame1(p, trace, tab))),
         FrameView(2, HEADERS[2], tuple(_table_frame2(p, trace, tab) + _bin_frame(p, trace, bins, False)),
                   _arrows(p, trace, tab, bins)),

@@ -38,6 +38,8 @@ DRAW_RANKS, DRAW_PASSES = 32, 2048
 class FrameView:
     index: int
     header: str
+    unit: str
+    """what a step is, for the player's position text: t = 7 of 33: warm-up"""
     cursor: float
     cursor_label: str
     pill: float
@@ -80,8 +82,9 @@ class Deck:
     """(kind, fill, text, x)"""
     note: str
     side_header: str
-    ghost: str
-    """path of where each rank will be busy, faint, so frame 0 already shows the schedule's shape"""
+    ghost: tuple[tuple[str, str], ...]
+    """(colour, path) per kind of pass: every pass to come, faint in its kind's colour, so frame 0
+    already shows what will run where; each frame's passes cover theirs"""
     slices: dict[str, str]
     """summarised timelines: a path per colour of the stacked bars"""
     band: float
@@ -124,9 +127,12 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
         marked = drawn and f.hi - f.lo <= 64
         header = "Before the first pass" if f.step == 0 else (
             f"Done · t = {sig4(f.time)}" if f.phase == "done" else f"t = {sig4(f.time)} · {f.phase}")
+        unit = ("before the first pass" if f.step == 0 else
+                f"t = {sig4(f.time)} of {sig4(makespan)}: "
+                + ("done" if f.phase == "done" else f.phase))
         layer = layers[f.step]
         cursor = x_of(f.time, makespan)
-        frames.append(FrameView(f.step, header, round(cursor, 1), f"t = {sig4(f.time)}",
+        frames.append(FrameView(f.step, header, unit, round(cursor, 1), f"t = {sig4(f.time)}",
                                 round(min(max(cursor, LEFT + 40), RIGHT + 40), 1),
                                 0.0 if drawn else round(RIGHT - cursor, 1),
                                 tuple(passes[f.lo:f.hi]), layer["idle"], layer["memory"],
@@ -153,10 +159,22 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
                   if t <= makespan + EPS)
     return Deck(WIDTH, HEIGHT, title, drawn, lanes, ticks, tuple(frames),
                 _legend(trace, drawn, mem_h > 0), note, "idle · peak" if lane_h >= 14 else "",
-                draw.ghost(trace, lane_y, band, makespan) if drawn else "",
+                _ghost(passes, round(band - 3, 1)) if drawn else (),
                 {} if drawn else draw.slices(trace, lane_y, band, makespan),
                 round(band - 3, 1), round(min(16.0, band * 0.5), 1),
                 round(lane_y[-1] + lane_h, 1))
+
+
+def _ghost(passes: list[Block], band: float) -> tuple[tuple[str, str], ...]:
+    """Every pass as a faint rectangle, one path per kind (I with B: the same colour)."""
+    out = []
+    for kinds in (("F",), ("B", "I"), ("W",)):
+        mine = [b for b in passes if b.kind in kinds]
+        if mine:
+            out.append((pass_fill(kinds[0], 4, 8),
+                        draw.rects_path([b.x for b in mine], [b.x + b.w for b in mine],
+                                        [b.y for b in mine], [band] * len(mine))))
+    return tuple(out)
 
 
 def _legend(trace, drawn: bool, memory: bool) -> tuple[tuple[str, str, str, float], ...]:
@@ -171,13 +189,19 @@ def _legend(trace, drawn: bool, memory: bool) -> tuple[tuple[str, str, str, floa
                  ("B", SUMMARY_COLOURS["back"], "backward" + (" (B or I)" if "I" in kinds else ""))]
         if "W" in kinds:
             items.append(("W", SUMMARY_COLOURS["W"], "weight gradients"))
+    if drawn:
+        items.insert(0, ("todo", "", "faint: to come"))
     items.append(("idle", "", "idle" if drawn else "empty: idle (bubble)"))
     if memory:
         items.append(("mem", "", "activations held"))
     if drawn and trace.params.t_comm:
         items.append(("send", "", "send"))
+    def width(texts):                  # 16-unit text: at 7.8 a character the swatches touched
+        return sum(28 + len(t) * 9.2 + 24 for t in texts)
+    if width(t for _, _, t in items) > WIDTH - 30:
+        items = [(k, f, "label = micro-batch" if k == "mb" else t) for k, f, t in items]
     out, x = [], 22.0
     for kind, fill, text in items:
-        out.append((kind, fill, text, x))
-        x += 28 + len(text) * 7.8 + 20
+        out.append((kind, fill, text, round(x, 1)))
+        x += width([text])
     return tuple(out)

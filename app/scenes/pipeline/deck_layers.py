@@ -84,22 +84,6 @@ def rects_path(x0, x1, y, h) -> str:
                                          np.asarray(x1).tolist(), np.asarray(h).tolist()))
 
 
-def ghost(trace, lane_y, band, makespan) -> str:
-    """Each rank's busy stretches (back-to-back passes merged), one path."""
-    flat, line = trace.flat, trace.line
-    x0, x1, ys = [], [], []
-    for r, (a, b) in enumerate(zip(flat.offsets[:-1].tolist(), flat.offsets[1:].tolist())):
-        starts, ends = line.start[a:b], line.end[a:b]
-        breaks = np.flatnonzero(starts[1:] - ends[:-1] > EPS) + 1
-        x0.append(xs_of(starts[np.concatenate(([0], breaks))], makespan))
-        x1.append(xs_of(ends[np.concatenate((breaks, [b - a])) - 1], makespan))
-        ys.append(np.full(breaks.size + 1, lane_y[r] + 3))
-    if not x0:
-        return ""
-    x0, x1, ys = np.concatenate(x0), np.concatenate(x1), np.concatenate(ys)
-    return rects_path(x0, x1, ys, np.full(ys.size, band - 3))
-
-
 def blocks(trace, lane_y, band, makespan) -> list[Block]:
     """Every pass, in order of start (frame f's are ``[f.lo:f.hi]``)."""
     flat, line, m = trace.flat, trace.line, trace.params.microbatches

@@ -77,8 +77,10 @@ def _lanes(deck: Deck) -> list[str]:
              for l in deck.lanes if l.side]
     if deck.side_header:
         sides.insert(0, f'<text x="1222" y="88">{deck.side_header}</text>')
-    if deck.ghost:
-        out.append(f'<path class="pp-ghost" d="{deck.ghost}"/>')
+    # the passes to come, faint in their kind's colour (a solid edge: a dashed one costs the
+    # browser ten times the raster); the passes drawn in each frame cover them
+    out += [f'<path class="pp-todo" fill="{fill}" fill-opacity="0.3" stroke="{fill}" '
+            f'stroke-width="1.2" d="{d}"/>' for fill, d in deck.ghost]
     out.append('<path class="grid" fill="none" d="'
                + "".join(f"M{x} 94V{bottom}" for x, _ in deck.ticks) + '"/>')
     out.append('<g class="muted" font-size="16" text-anchor="middle">'
@@ -98,7 +100,7 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
         cls += " marked"
     hidden = ' display="none"' if f.index > current else ""
     out = [f'<g class="{cls}" data-frame="{f.index}" data-x="{f.cursor}" data-pill="{f.pill}" '
-           f'data-t="{f.cursor_label}" data-head="{f.header}"{hidden}>']
+           f'data-t="{f.cursor_label}" data-head="{f.header}" data-unit="{f.unit}"{hidden}>']
     if f.idle:
         out.append(f'<path class="idle" d="{f.idle}"/>')
     if f.memory:
@@ -153,6 +155,10 @@ def _legend(deck: Deck) -> list[str]:
             out.append(f'<rect class="legend-mem" x="{x}" y="692" width="22" height="16"/>')
         elif kind == "send":
             out.append(f'<line class="send" x1="{x}" y1="708" x2="{x + 22}" y2="692"/>')
+        elif kind == "todo":
+            out += [f'<rect x="{x + k * 11}" y="692" width="11" height="16" fill="{c}" '
+                    f'fill-opacity="0.3" stroke="{c}" stroke-width="1.2"/>'
+                    for k, c in enumerate((PASS["F"], PASS["B"]))]
         elif kind == "mb":
             out += [f'<rect x="{x + k * 6}" y="692" width="6" height="16" fill="{c}"/>'
                     for k, c in enumerate(MB_SWATCH)]

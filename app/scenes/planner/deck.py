@@ -1,9 +1,13 @@
 """The planner's deck: every mix as a point (peak memory × tokens/s), the Pareto front and the
-best mix, then the best mix's time budget as a stacked bar. Frames add layers."""
+best mix, then the best mix's time budget as a stacked bar beside the chart (drawn dashed, and
+said, before it comes). Frames add layers; each names its step in a header line (and in
+``data-unit`` for the player's position text). Memory is in GiB throughout, as chapter 1's
+ledger and the GPUs' capacities (an "80 GB" H100 holds 80 GiB)."""
 
 from __future__ import annotations
 
 import math
+import re
 
 from markupsafe import Markup
 
@@ -15,7 +19,8 @@ HALO = 'paint-order="stroke" stroke="#fff" stroke-width="4" stroke-linejoin="rou
 """A white outline that keeps a label legible over the scatter's points."""
 
 W, H = 960, 540
-PX, PY, PW, PH = 80, 60, 520, 400
+PX, PY, PW, PH = 80, 84, 560, 380
+BX, BW = 688, 56                  # the time-budget bar, beside the chart
 COLOURS = {"compute": "#0072B2", "tp": "#E69F00", "cp": "#56B4E9", "ep": "#009E73",
            "pp": "#F0E442", "dp": "#D55E00", "bubble": "#CC79A7", "optimizer": "#999999"}
 LABELS = {"compute": "compute", "tp": "TP comm", "cp": "CP comm", "ep": "EP all-to-all",
@@ -51,6 +56,20 @@ def _rate(t: float) -> str:
     return f"{t / 1e3:g}k"
 
 
+UNITS = ("every mix", "the Pareto front", "the best mix's budget")
+"""What each step is (the player's position text)."""
+
+
+def _header(k: int, text: str) -> str:
+    """Frame k's header line, shown while it is current (the style of every deck's header)."""
+    return (f'<text class="only-current ink step-header" x="20" y="34" font-size="22" '
+            f'font-weight="700">{esc(text)}</text>')
+
+
+def _open(k: int) -> str:
+    return f'<g class="frame" data-frame="{k}" data-unit="{UNITS[k]}" font-size="17">'
+
+
 def render(trace, current: int, *, standalone: bool = False, caption=(), style="") -> Markup:
     plan = trace.plan
     # memory in GiB, as chapter 1's ledger and the GPUs' capacities (80 GB H100 = 80 GiB)
@@ -77,27 +96,37 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
                      style=style),
            f'<rect class="bg" x="0" y="0" width="{W}" height="{H}" fill="#fff"/>']
     layers = []
-    f0 = ['<g class="frame" data-frame="0" font-size="17">',
+    p = trace.params
+    short = re.sub(r"\s*\d+\s*GB$", "", gpu.name)      # "H100 80 GB" → "H100"
+    b = plan.best
+    head0 = (f"Every mix: peak memory against tokens/s" if b else
+             f"Every mix: none fits in {cap:.0f} GiB")
+    f0 = [_open(0), _header(0, head0),
+          f'<text class="muted" x="{W - 20}" y="34" text-anchor="end">{p.gpus:,} × {esc(short)} '
+          f'· {plan.searched:,} mixes</text>',
           f'<line x1="{PX}" y1="{PY + PH}" x2="{PX + PW}" y2="{PY + PH}" stroke="#333"/>',
           f'<line x1="{PX}" y1="{PY}" x2="{PX}" y2="{PY + PH}" stroke="#333"/>',
           f'<line x1="{x(cap):.1f}" y1="{PY}" x2="{x(cap):.1f}" y2="{PY + PH}" stroke="#D55E00" '
           f'stroke-dasharray="6 4"/>',
           # along the line from the bottom, clear of the best mix's label near the top
           f'<text x="{x(cap) + 18:.1f}" y="{PY + PH - 8}" fill="#D55E00" {HALO} '
-          f'transform="rotate(-90 {x(cap) + 18:.1f} {PY + PH - 8})">{esc(gpu.name)}: '
+          f'transform="rotate(-90 {x(cap) + 18:.1f} {PY + PH - 8})">{esc(short)} holds '
           f'{cap:.0f} GiB</text>',
           f'<text x="{PX + PW / 2}" y="{PY + PH + 42}" text-anchor="middle">peak memory per GPU '
           f'(GiB)</text>',
           f'<text x="22" y="{PY + PH / 2}" transform="rotate(-90 22 {PY + PH / 2})" '
           f'text-anchor="middle">tokens / s</text>',
           # legend: what the two colours mean
-          f'<circle cx="{PX + 12}" cy="{PY - 30}" r="6" fill="#0072B2"/>',
-          f'<text x="{PX + 24}" y="{PY - 24}">fits</text>',
-          f'<circle cx="{PX + 80}" cy="{PY - 30}" r="6" fill="#bbbbbb"/>',
-          f'<text x="{PX + 92}" y="{PY - 24}">does not fit</text>']
+          f'<circle cx="{PX + 12}" cy="{PY - 26}" r="6" fill="#0072B2"/>',
+          f'<text x="{PX + 24}" y="{PY - 20}">fits</text>',
+          f'<circle cx="{PX + 80}" cy="{PY - 26}" r="6" fill="#bbbbbb"/>',
+          f'<text x="{PX + 92}" y="{PY - 20}">does not fit</text>']
     if clipped:
-        f0.append(f'<text x="{PX + 210}" y="{PY - 24}" fill="#555">(beyond {xmax:g} GiB: drawn at the '
+        f0.append(f'<text x="{PX + 210}" y="{PY - 20}" fill="#555">(beyond {xmax:g} GiB: drawn at the '
                   f'edge)</text>')
+    if b:   # where step 2's bar will stand, and what it will say
+        f0.append(f'<rect class="blank" x="{BX}" y="{PY}" width="{BW}" height="{PH}"/>')
+        f0.append(_later_note())
     for m in xticks:
         f0.append(f'<text x="{x(m):.1f}" y="{PY + PH + 20}" text-anchor="middle">{m:g}</text>')
     for t in yticks:
@@ -108,24 +137,22 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
                   f'data-tip="{esc(tip)}"/>')
     f0.append("</g>")
     layers.append(f0)
-    b = plan.best
     if b:
         bmem = b.peak_bytes / GIB
         front = pareto(pts + [(bmem, b.tokens_per_s, True, "")])   # the sample may miss it
         d = " ".join(f"{'M' if i == 0 else 'L'}{x(m):.1f},{y(t):.1f}" for i, (m, t) in enumerate(front))
-        layers.append(['<g class="frame" data-frame="1" font-size="17">',
-                       f'<path d="{d}" fill="none" stroke="#000" stroke-width="2"/>',
+        layers.append([_open(1), f'<path d="{d}" fill="none" stroke="#000" stroke-width="2"/>',
                        f'<circle cx="{x(bmem):.1f}" cy="{y(b.tokens_per_s):.1f}" r="7" '
                        f'fill="none" stroke="#D55E00" stroke-width="3"/>',
                        f'<text x="{x(bmem) + (10 if x(bmem) < PX + PW - 260 else -10):.1f}" '
                        f'y="{y(b.tokens_per_s) - 10:.1f}" {HALO} text-anchor="'
                        f'{"start" if x(bmem) < PX + PW - 260 else "end"}">'
-                       f'best: tp {b.tp} pp {b.pp} dp {b.dp} cp {b.cp} ZeRO {b.zero}</text>', "</g>"])
-        bx, by, bw, bh = 660, PY, 60, PH
-        f2 = ['<g class="frame" data-frame="2" font-size="17">',
-              # under the bar: present mode's key control sits over the deck's top right
-              f'<text x="{bx + bw / 2}" y="{PY + PH + 42}" text-anchor="middle">best mix: '
-              f'{b.step_s:.2f} s a step</text>']
+                       f'best: tp {b.tp} pp {b.pp} dp {b.dp} cp {b.cp} ZeRO {b.zero}</text>',
+                       _header(1, "The Pareto front and the best mix"),
+                       _later_note(), "</g>"])
+        bx, by, bw, bh = BX, PY, BW, PH
+        f2 = [_open(2), _header(2, f"Where the best mix's {b.step_s:.2f} s step goes"),
+              f'<text x="{bx}" y="{PY + PH + 42}">best mix: {b.step_s:.2f} s a step</text>']
         top, labels = by, []
         for kind, t in b.budget.items():
             if t <= 0:
@@ -148,3 +175,11 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
     out.append("</g>")
     out.append(deck_end(standalone, caption, H, (layer for layer in layers[current + 1:])))
     return Markup("".join(out))
+
+
+def _later_note() -> str:
+    """Beside the dashed bar while it is empty (steps 0 and 1): what step 2 will show there."""
+    lines = ("step 2: where", "the best mix's", "step time goes")
+    return ('<text class="only-current muted">' + "".join(
+        f'<tspan x="{BX + BW + 12}" y="{PY + PH / 2 - 22 + 22 * i}">{t}</tspan>'
+        for i, t in enumerate(lines)) + "</text>")

@@ -271,6 +271,8 @@ class ScaleFrame:
     shift_label: str
     unit: str = ""
     """what the step is, for the player's position text (training step 3 of 24: S = 2¹⁶)"""
+    preview: tuple[float, float, float, str] | None = None
+    """step 0: (x of step 1, y of S₀, right end, what will happen) — where the line will start"""
 
 
 @dataclass(frozen=True)
@@ -336,8 +338,12 @@ def scale_deck(trace: PrecisionTrace, upto: int | None = None) -> ScaleDeck:
     y_ticks = tuple((ty(k), pow2(k)) for k in range(s_lo, s_hi + 1, every))
     x_every = max(1, math.ceil(n / 16))
     x_ticks = tuple((tx(t), str(t)) for t in range(1, n + 1) if t % x_every == 0 or t == 1)
+    s0 = p.init_scale_log2
     frames = [ScaleFrame(0, "Before the first training step", (), "", False, 0.0, None, "",
-                         "before training step 1")]
+                         "before training step 1",
+                         (tx(1), ty(s0), t_right,
+                          f"S starts at {pow2(s0)}: an overflow (✗) halves it and skips the "
+                          f"step; {p.growth_interval} clean steps in a row double it"))]
     for k in range(1, last + 1):
         s = trace.scale_steps[k - 1]
         h = trace.scaled_histograms[k - 1]

@@ -231,6 +231,12 @@ def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> li
                     for fill, bars in _by_fill(f.bars).items()]
         else:
             out += _tipped_bars(f.bars)
+        if f.preview:                      # step 0: where the line of S will start
+            x, y, right, words = f.preview
+            out.append(f'<line class="max-line" x1="{_n(x)}" x2="{_n(right)}" y1="{_n(y)}" '
+                       f'y2="{_n(y)}"/><circle class="current-mark" cx="{_n(x)}" cy="{_n(y)}" '
+                       f'r="11"/><text class="ink halo-bg" x="{_n(x + 20)}" y="{_n(y - 12)}" '
+                       f'font-size="16">{_e(words)}</text>')
         if f.index > 0:
             verdict = "bad-text" if f.verdict_bad else "good-text"
             out.append(f'<line class="max-line" x1="{_n(f.max_x)}" x2="{_n(f.max_x)}" y1="132" '

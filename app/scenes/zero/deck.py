@@ -32,6 +32,7 @@ WIDTH, HEIGHT = 1280, 720
 GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 178, 896, 122, 652
 RING_X = 44
 NOTE_X = 906
+UNIT_GAP = 12                 # between layer units: the cells keep the room for their numbers
 PANEL_X = 1000
 MEMORY_COLOURS = (CATEGORY["params"], CATEGORY["grads"], CATEGORY["optimizer"])        # params, grads, optimizer states
 
@@ -107,7 +108,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
     gapped = p.dp > len(ranks)
     # x positions: units apart, an ellipsis gap where undrawn shards would be
     n_units = trace.model.layers
-    gaps = (n_units - 1) * 16 + (n_units * 22 if gapped else 0)
+    gaps = (n_units - 1) * UNIT_GAP + (n_units * 22 if gapped else 0)
     col_w = min(64.0, (GRID_RIGHT - GRID_LEFT - gaps) / len(display))
     xs, joins, x = [], [], float(GRID_LEFT)
     separators, unit_labels, shard_labels = [], [], []
@@ -117,7 +118,7 @@ def build_deck(trace: ZeroTrace, upto: int | None = None) -> Deck:
         if k > 0:
             prev = cols[display[k - 1][0]]
             if prev.unit != c.unit:
-                x += 16
+                x += UNIT_GAP
                 joined = False
             elif gapped and prev.owner != c.owner and c.owner == ranks[-1]:
                 x += 22

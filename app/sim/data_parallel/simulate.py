@@ -142,6 +142,11 @@ def simulate(p: DataParallelParams) -> DataParallelTrace:
     return DataParallelTrace(p, timeline, moments, frames, tiny, buckets, sweep, other)
 
 
+TOL = 1e-6
+"""The moments' times are task ends rounded to 1e-6 µs: a task belongs to the moment of its
+rounded end (it used to fall into the next one, leaving a moment with nothing finished)."""
+
+
 def _moments(t: step_timeline.StepTimeline) -> tuple[Moment, ...]:
     """Frame times: 0, then the ends of tasks worth a step (compute phases, collectives), at
     most MAX_FRAMES, always including the end of the step."""
@@ -151,10 +156,13 @@ def _moments(t: step_timeline.StepTimeline) -> tuple[Moment, ...]:
         ends = [ends[i] for i in sorted(set(picks.tolist()))]
     times = [0.0] + ends
     out = []
+    tol = TOL
     for k, t_us in enumerate(times):
-        before = times[k - 1] if k else -1.0
-        started = tuple(s for s in t.spans if before < s.start_us <= t_us or (k == 0 and s.start_us == 0))
-        ended = tuple(s for s in t.spans if before < s.end_us <= t_us and s.end_us > s.start_us)
+        before = times[k - 1] + tol if k else -1.0
+        started = tuple(s for s in t.spans if before < s.start_us <= t_us + tol
+                        or (k == 0 and s.start_us == 0))
+        ended = tuple(s for s in t.spans if before < s.end_us <= t_us + tol
+                      and s.end_us > s.start_us)
         out.append(Moment(t_us, started if k else (), ended))
     return tuple(out)
 
@@ -181,14 +189,30 @@ def _caption(p, t: step_timeline.StepTimeline, moments, k: int) -> str:
                 f"{human_time_us(t.step_us)}.")
     start = moments[k - 1].t_us
     head = f"{human_time_us(start)} → {human_time_us(m.t_us)}: "
-    parts = [text for text in (_describe([s for s in m.ended if s.kind in COMPUTE], "finished"),
-                               _describe([s for s in m.ended if s.kind not in COMPUTE], "finished"))
-             if text]
-    waiting = [s for s in t.spans if s.kind not in COMPUTE and s.start_us < m.t_us < s.end_us]
+    compute = [s for s in t.spans if s.kind in COMPUTE]
+
+    def beside(c):          # was a computation running when communication c ended?
+        return any(s.start_us < c.end_us < s.end_us for s in compute)
+    comm_ended = [s for s in m.ended if s.kind not in COMPUTE]
+    hidden = [s for s in comm_ended if beside(s)]
+    exposed = [s for s in comm_ended if not beside(s)]
+    parts = [text for text in (
+        _describe([s for s in m.ended if s.kind in COMPUTE], "finished"),
+        _describe(hidden, "finished") + (" behind the computation (hidden)" if hidden else ""),
+        _describe(exposed, "finished") + (" with no computation beside it: the ranks waited "
+                                          "(exposed)" if exposed and p.mode != "dp" else ""),
+        _describe([s for s in m.started if s.kind not in COMPUTE and s not in m.ended],
+                  "started"))
+        if text]
+    def runs(s):
+        return s.start_us < m.t_us - TOL and m.t_us + TOL < s.end_us
+    waiting = [s for s in t.spans if s.kind not in COMPUTE and runs(s)]
     if waiting:
         parts.append(_describe(waiting, "running") + " (overlapping the computation)"
-                     if any(s.kind in COMPUTE and s.start_us < m.t_us for s in t.spans
-                            if s.end_us > m.t_us) else _describe(waiting, "running"))
+                     if any(runs(s) for s in compute) else _describe(waiting, "running"))
+    if not parts:      # nothing ended (a sampled moment): say what is running then
+        running = [s for s in t.spans if runs(s)]
+        parts.append(_describe(running, "still running") or "idle")
     text = head + "; ".join(parts) + "."
     if k == len(moments) - 1:
         text += (f" Step done in {human_time_us(t.step_us)}: computing {human_time_us(t.compute_us)}"

@@ -196,7 +196,7 @@ def evaluate(model: PlanModel, cluster: Cluster, global_batch: int, g: dict[str,
 
 def _reasons(model: PlanModel, cluster: Cluster, g, r, i) -> list[str]:
     out = []
-    gb = 1e9
+    gb = 2 ** 30                  # GiB, as the deck's axis and the GPUs' capacities
     tp, cp, pp, dp, ep, v = (int(g[k][i]) for k in ("tp", "cp", "pp", "dp", "ep", "v"))
     gpn = cluster.gpus_per_node
     if not r["fits"][i]:
@@ -204,8 +204,8 @@ def _reasons(model: PlanModel, cluster: Cluster, g, r, i) -> list[str]:
         acts, states = r["activations"][i], r["states"][i]
         where = "stage 0" if pp > 1 else "each GPU"
         big = ("activations", acts) if acts >= states else ("model states", states)
-        out.append(f"pp {pp} leaves {big[1] / gb:.0f} GB of {big[0]} on {where}: peak "
-                   f"{r['peak'][i] / gb:.0f} GB over {cap / gb:.0f} GB")
+        out.append(f"pp {pp} leaves {big[1] / gb:.0f} GiB of {big[0]} on {where}: peak "
+                   f"{r['peak'][i] / gb:.0f} GiB over {cap / gb:.0f} GiB")
     step = r["step"][i]
     if tp > gpn:
         out.append(f"tp {tp} crosses nodes: its all-reduces run on InfiniBand")
@@ -267,8 +267,8 @@ def search(model: PlanModel, cluster: Cluster, global_batch: int, pins: Pins = P
                    f"dp {best.dp} cp {best.cp}")
     else:
         least = cands[0] if cands else None
-        message = (f"no mix fits in {cluster.gpu.capacity / 1e9:.0f} GB: the leanest needs "
-                   f"{min(r['peak']) / 1e9:.0f} GB per GPU — more GPUs, a larger GPU or a "
+        message = (f"no mix fits in {cluster.gpu.capacity / 2**30:.0f} GiB: the leanest needs "
+                   f"{min(r['peak']) / 2**30:.0f} GiB per GPU — more GPUs, a larger GPU or a "
                    "shorter sequence")
         del least
     for fam, reason in _families(g, r):
@@ -301,9 +301,9 @@ def _families(g, r) -> list[tuple[str, str]]:
         i = idx[np.argmin(r["peak"][idx])]
         tp, pp = int(g["tp"][i]), int(g["pp"][i])
         acts, states = r["activations"][i], r["states"][i]
-        what = (f"{acts / 1e9:.0f} GB of activations" if acts >= states
-                else f"{states / 1e9:.0f} GB of model states")
+        what = (f"{acts / 2**30:.0f} GiB of activations" if acts >= states
+                else f"{states / 2**30:.0f} GiB of model states")
         where = "on stage 0" if pp > 1 else "on each GPU"
         out.append((f"tp {tp} pp {pp}", f"pp {pp} leaves {what} {where} even at its leanest "
-                                        f"(peak {r['peak'][i] / 1e9:.0f} GB)"))
+                                        f"(peak {r['peak'][i] / 2**30:.0f} GiB)"))
     return out

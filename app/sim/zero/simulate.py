@@ -157,7 +157,7 @@ def _numbers(values, most: int = 4, digits: int = 4) -> str:
 def _caption(p: ZeroParams, model: TinyMLP, t: Training, g: zero_frames.Grids,
              ph: zero_frames.Phase) -> str:
     last, n = t.last, p.dp
-    where = f"Step {ph.step} of {len(g.phases) - 1} · "
+    # no "Step k of 7 ·" before the text: the deck's header and the player already say it
     unit = t.units[ph.unit] if ph.unit >= 0 else None
     first = unit.start if unit else 0
     if ph.phase == "start":
@@ -173,8 +173,8 @@ def _caption(p: ZeroParams, model: TinyMLP, t: Training, g: zero_frames.Grids,
         samples = f"{p.micro_batch} sample{'s' if p.micro_batch > 1 else ''}"
         losses = f"losses per rank: {_numbers(last.losses)}."
         if ph.unit < 0:
-            return where + f"Every rank runs the forward pass on its own {samples}; {losses}"
-        text = (where + f"All-gather layer {ph.unit} ({ph.sent} elements sent by every rank, "
+            return f"Every rank runs the forward pass on its own {samples}; {losses}"
+        text = (f"All-gather layer {ph.unit} ({ph.sent} elements sent by every rank, "
                 f"padding included) and run its forward on each rank's own {samples}; the "
                 f"other ranks' shards are freed again when the next layer starts.")
         return text + (f" End of forward, {losses}" if ph.unit == model.layers - 1 else "")
@@ -182,12 +182,12 @@ def _caption(p: ZeroParams, model: TinyMLP, t: Training, g: zero_frames.Grids,
         grads = _numbers(last.local_grads[:, first])
         gather = (f"All-gather layer {ph.unit} again ({ph.sent} elements per rank), then " if
                   p.stage == 3 else "")
-        return (where + gather + f"backward of layer {ph.unit}: each rank's gradient of its "
+        return (gather + f"backward of layer {ph.unit}: each rank's gradient of its "
                 f"first weight, already divided by dp = {n}: {grads} — different on every "
                 f"rank, since every rank saw different samples.")
     mean = last.mean_grad[first]
     if ph.phase == "all_reduce":
-        return (where + f"All-reduce of layer {ph.unit} as a ring reduce-scatter then "
+        return (f"All-reduce of layer {ph.unit} as a ring reduce-scatter then "
                 f"all-gather: every rank sends {ph.sent} elements and ends with the mean "
                 f"gradient ({mean:.4g} for the first weight).")
     if ph.phase == "reduce_scatter":
@@ -195,17 +195,17 @@ def _caption(p: ZeroParams, model: TinyMLP, t: Training, g: zero_frames.Grids,
         kept = ("ZeRO-1 keeps the whole buffer allocated until the step." if p.stage == 1 else
                 "The other shards are freed at once, and so are the layer's gathered "
                 "parameters." if p.stage == 3 else "The other shards are freed at once.")
-        return (where + f"Reduce-scatter of {scope}: rank r receives the sum of shard r from "
+        return (f"Reduce-scatter of {scope}: rank r receives the sum of shard r from "
                 f"every rank; each rank sends {ph.sent} elements, padding included. "
                 f"{kept} Rank 0's first mean gradient: {mean:.4g}.")
     if ph.phase == "optimizer":
         before, after = last.params_before[0], last.params_after[0]
         who = ("every rank updates every parameter (the same numbers on every rank)"
                if p.stage == 0 else "each rank updates only its own shard")
-        return (where + f"Adam: {who}. Rank 0's first weight goes {before:.4g} → {after:.4g}, "
+        return (f"Adam: {who}. Rank 0's first weight goes {before:.4g} → {after:.4g}, "
                 f"its momentum {last.m_before[0]:.4g} → {last.m_after[0]:.4g}."
                 + ("" if p.stage in (1, 2) else _done(p, t)))
-    return (where + f"All-gather the updated parameters: every rank sends {ph.sent} elements "
+    return (f"All-gather the updated parameters: every rank sends {ph.sent} elements "
             f"and holds the whole new model again." + _done(p, t))
 
 
