@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from bench.browser import control_selector, jump_values, launch
+from bench.browser import control_selector, jump_values, launch, scene_draggable
 
 NO_FETCH_AHEAD = """
 Object.defineProperty(window, "ShardscopeStage", {configurable: true,
@@ -74,16 +74,13 @@ def measure(base: str, scenes, jumps: int = 8) -> dict:
     results = {}
     with sync_playwright() as playwright:
         browser = launch(playwright)
-        for scene in scenes:
+        for scene in (s for s in scenes if scene_draggable(s)):
             context = browser.new_context(viewport={"width": 1600, "height": 1000})
             context.add_init_script(NO_FETCH_AHEAD)
             page = context.new_page()
             page.goto(f"{base}/{scene.slug}", wait_until="networkidle")
             selector = control_selector(scene.key_slider)
             control = page.locator(selector).first
-            if control.evaluate("el => el.tagName") == "SELECT":
-                context.close()
-                continue
             low = int(float(control.get_attribute("min")))
             high = int(float(control.get_attribute("max")))
             start = int(float(control.input_value()))
