@@ -110,3 +110,68 @@ def merge(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.
     l_new = state.l * correction + p.sum(axis=-1)
     o_new = state.o * correction[..., None] + bmm(p, vx)                # (ranks, hq, nq, d)
     return Running(m_new, l_new, o_new), correction
+
+
+@dataclass(frozen=True)
+class Merged:
+    """:func:`merge_steps`' answer: the state after the last block, and per step (a leading
+    axis of ``steps``) the running max before and after, the correction factors and the running
+    sum after, each (steps, ranks, hq, nq)."""
+
+    state: Running
+    m_before: np.ndarray
+    m_after: np.ndarray
+    correction: np.ndarray
+    l_after: np.ndarray
+
+
+STEP_BATCH_ELEMENTS = 1 << 20
+""":func:`merge_steps` batches as many steps as keep its temporaries near this many numbers
+each (8 MB)."""
+
+
+def merge_steps(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, origins: np.ndarray,
+                masks, group: int) -> Merged:
+    """:func:`merge` applied for steps s = 0, 1, …: in step s rank r merges the block that rank
+    ``origins[s, r]`` started with — ``k[origins[s, r]]``, ``v[…]`` — under ``masks(s0, s1)``
+    (the masks of steps s0…s1−1, (s1−s0, ranks, nq, nk)). The same numbers as calling
+    :func:`merge` step after step: the same products, each per (rank, head) matrix, the same
+    element-wise operations on each element, and the running sums and outputs added in step
+    order; the steps' products and exponentials are batched (a few steps at a time)."""
+    steps, ranks = origins.shape
+    hq, nq, d = q.shape[2], q.shape[1], q.shape[-1]
+    nk = k.shape[1]
+    per_step = ranks * hq * max(nq * nk, nk * d, nq * d)
+    batch = max(1, min(steps, STEP_BATCH_ELEMENTS // per_step))
+    qx = q.transpose(0, 2, 1, 3)                                        # (ranks, hq, nq, d)
+    kv_of = np.arange(hq) // group if group > 1 else None
+    m, l, o = state.m, state.l, state.o
+    m_before, m_after, corrections, l_after = [], [], [], []
+    for s0 in range(0, steps, batch):
+        s1 = min(steps, s0 + batch)
+        kb, vb = k[origins[s0:s1]], v[origins[s0:s1]]                   # (b, ranks, nk, hk, d)
+        if kv_of is not None:
+            kb, vb = kb[:, :, :, kv_of, :], vb[:, :, :, kv_of, :]       # (b, ranks, nk, hq, d)
+        kx = kb.transpose(0, 1, 3, 4, 2)                                # (b, ranks, hq, d, nk)
+        vx = vb.transpose(0, 1, 3, 2, 4)                                # (b, ranks, hq, nk, d)
+        scores = bmm(qx, kx) / math.sqrt(d)                             # (b, ranks, hq, nq, nk)
+        scores = np.where(masks(s0, s1)[:, :, None, :, :], scores, -np.inf)
+        top = scores.max(axis=-1, initial=-np.inf)                      # (b, ranks, hq, nq)
+        # the running max: m' = max(m, rowmax S), step after step (exact in any grouping)
+        after = np.maximum.accumulate(np.concatenate([m[None], top]), axis=0)
+        before, after = after[:-1], after[1:]
+        shift = np.where(np.isfinite(after), after, 0.0)
+        correction = np.exp(before - shift)
+        p = np.exp(scores - shift[..., None])
+        sums = p.sum(axis=-1)
+        pv = bmm(p, vx)                                                 # (b, ranks, hq, nq, d)
+        for i in range(s1 - s0):
+            l = l * correction[i] + sums[i]  # noqa: E741
+            o = o * correction[i][..., None] + pv[i]
+            l_after.append(l)
+        m = after[-1]
+        m_before.append(before)
+        m_after.append(after)
+        corrections.append(correction)
+    return Merged(Running(m, l, o), np.concatenate(m_before), np.concatenate(m_after),
+                  np.concatenate(corrections), np.stack(l_after))

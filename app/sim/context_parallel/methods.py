@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim.context_parallel.attention import Running, merge, visible
+from app.sim.context_parallel.attention import Running, merge, merge_steps, visible
 from app.sim.context_parallel.layout import a2a_groups
 from app.sim.trace import Transfer
 
@@ -141,29 +141,38 @@ def run_sharded(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens: np.ndarray,
     q_heads = slot[:, None] * (heads // u) + np.arange(heads // u)       # (cp, H/u)
     kv_heads_of = slot[:, None] * (kv_heads // u) + np.arange(kv_heads // u)
 
-    # 3. the ring: compute on the block held, pass it to the rank u places on
-    state = Running.empty(cp, heads // u, u * n, d)
-    kv_pos, origin = q_tokens.copy(), rank.copy()
+    # 3. the ring: compute on the block held, pass it to the rank u places on. Rank (g, i)
+    # receives what (g − 1, i) held, so in step s rank r holds the block that started at rank
+    # r − s·u: the steps' blocks are indexed from where they started (no copy is rolled), and
+    # merge_steps batches the steps' products with the same numbers as one merge per step
+    origins = (rank[None, :] - u * np.arange(ring)[:, None]) % cp       # (ring, cp)
+    kv_pos = q_tokens[origins]                                          # (ring, cp, u·n)
+    mask_of = (lambda s0, s1: visible(q_tokens, kv_pos[s0:s1], True)) if causal else (
+        lambda s0, s1: np.ones((s1 - s0, cp, u * n, u * n), dtype=bool))
+    merged = merge_steps(Running.empty(cp, heads // u, u * n, d), q_blk, k_blk, v_blk, origins,
+                         mask_of, group)
+    state = merged.state
     idx = _rows(u * n, cp)
+    shown_tokens = q_tokens[:, idx]
+    unmasked = (visible(q_tokens, kv_pos, causal).sum(axis=(-2, -1)) * (heads // u)
+                if causal else np.full((ring, cp), (u * n) ** 2 * (heads // u)))
+    block = 2 * u * n * (kv_heads // u) * d                             # K and V
+    labels = [f"K, V block of rank {o}" for o in range(cp)]
+    dst = ((rank + u) % cp).tolist()
+    held_by = [tuple(row) for row in members.tolist()]
+    l_before = np.concatenate([np.zeros((1, cp, heads // u, u * n)), merged.l_after[:-1]])
     for s in range(ring):
-        mask = visible(q_tokens, kv_pos, causal)                        # (cp, u·n, u·n)
-        new, correction = merge(state, q_blk, k_blk, v_blk, mask, group)
-        rows = _row_stats(state, new, correction, q_tokens, idx)
-        state = new
-        unmasked = mask.sum(axis=(1, 2)) * (heads // u)
+        origin = origins[s].tolist()
         transfers: tuple[Transfer, ...] = ()
         if s < ring - 1:
-            block = 2 * u * n * (kv_heads // u) * d                     # K and V
-            transfers = tuple(Transfer(int(r), int((r + u) % cp), block,
-                                       label=f"K, V block of rank {int(origin[r])}")
-                              for r in range(cp))
-        held = tuple(tuple(int(m) for m in members[o]) for o in origin)
-        steps.append(Step("ring" if ring > 1 else "attend", transfers, held,
-                          tuple(int(o) for o in origin),
-                          tuple(int(x) for x in unmasked), rows))
-        if s < ring - 1:                 # rank (g, i) receives what (g − 1, i) held
-            k_blk, v_blk, kv_pos, origin = (np.roll(x, u, axis=0)
-                                            for x in (k_blk, v_blk, kv_pos, origin))
+            transfers = tuple(Transfer(r, dst[r], block, label=labels[o])
+                              for r, o in enumerate(origin))
+        rows = Rows(shown_tokens, merged.m_before[s][:, 0, idx], merged.m_after[s][:, 0, idx],
+                    l_before[s][:, 0, idx], merged.l_after[s][:, 0, idx],
+                    merged.correction[s][:, 0, idx])
+        steps.append(Step("ring" if ring > 1 else "attend", transfers,
+                          tuple(held_by[o] for o in origin), tuple(origin),
+                          tuple(unmasked[s].tolist()), rows))
 
     # 4. normalise; heads → sequence
     out = state.output()                                                # (cp, u·n, H/u, d)

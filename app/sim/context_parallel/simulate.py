@@ -30,7 +30,7 @@ from app.sim.context_parallel import captions, cost, memory
 from app.sim.context_parallel.attention import reference_attention
 from app.sim.context_parallel.inputs import make_inputs
 from app.sim.context_parallel.layout import tokens_table
-from app.sim.context_parallel.methods import Run, run
+from app.sim.context_parallel.methods import Run, Step, run
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.volumes import elements_sent
 from app.sim.context_parallel.wall import CONTEXTS, Wall, wall
@@ -77,7 +77,19 @@ class RankFrame:
 
 @dataclass(frozen=True)
 class ContextParallelFrame(Frame):
-    ranks: tuple[RankFrame, ...] = ()
+    source: Step | None = field(default=None, repr=False)
+    """The simulation's step this frame shows; :attr:`ranks` are read from it when asked for
+    (a trace of 64 ranks × 66 steps holds one step object per frame, not 4,224 rank objects
+    with their rows as dicts — cheaper to build, and to size for the trace cache)."""
+
+    @property
+    def ranks(self) -> tuple[RankFrame, ...]:
+        step = self.source
+        if step is None:
+            return ()
+        rows = _rows(step)
+        return tuple(RankFrame(r, b, h, w > 0, b is not None and w == 0, w, rows[r])
+                     for r, (b, h, w) in enumerate(zip(step.kv_block, step.held, step.unmasked)))
 
     def to_dict(self) -> dict:
         return {"step": self.step, "phase": self.phase, "caption": self.caption,
@@ -169,15 +181,8 @@ def _rows(step) -> list[tuple[dict, ...]]:
 
 def frames_of(p, result: Run, error: float, sent: list[int]) -> tuple[ContextParallelFrame, ...]:
     texts = captions.captions(p, result, error, sent)
-    out = []
-    for k, (step, text) in enumerate(zip(result.steps, texts)):
-        rows = _rows(step)
-        ranks = tuple(RankFrame(r, step.kv_block[r], step.held[r], step.unmasked[r] > 0,
-                                step.kv_block[r] is not None and step.unmasked[r] == 0,
-                                step.unmasked[r], rows[r])
-                      for r in range(p.cp))
-        out.append(ContextParallelFrame(k, text, step.transfers, step.phase, ranks))
-    return tuple(out)
+    return tuple(ContextParallelFrame(k, text, step.transfers, step.phase, step)
+                 for k, (step, text) in enumerate(zip(result.steps, texts)))
 
 
 def simulate(p: ContextParallelParams) -> ContextParallelTrace:
