@@ -136,31 +136,31 @@ class _Matrix:
         self.chunk = p.seq // (2 * p.cp if p.balance == "zigzag" else p.cp)
         self.n = p.seq // self.chunk
         self.cell = MSIZE / self.n
-        self._paths: dict[tuple[int, int], str] = {}
         self.owner = [0] * self.n
         for r in trace.ranks:
             for t in r.tokens:
                 self.owner[t // self.chunk] = r.rank
+        # the chunks of each rank's queries, once per deck (every frame reads them)
+        self.query_chunks = [self.chunks(r.query_tokens) for r in trace.ranks]
+        # a block's corners from tables: the same float expressions as one coord() per corner
+        # (x = MX0 + kc·cell, x + cell, …), formatted once per column and row, not per block
+        s = self.cell
+        self._x = [coord(MX0 + c * s) for c in range(self.n)]
+        self._y = [coord(MY0 + c * s) for c in range(self.n)]
+        self._x1 = [coord(MX0 + c * s + s) for c in range(self.n)]
+        self._y1 = [coord(MY0 + c * s + s) for c in range(self.n)]
+        self._square = f"h{coord(s)}v{coord(s)}h{coord(-s)}Z"
 
     def chunks(self, tokens) -> list[int]:
         return sorted({int(t) // self.chunk for t in tokens})
 
     def cell_path(self, qc: int, kc: int) -> str:
-        """One block: a square, or its lower triangle on the causal diagonal; "" if masked
-        (kept: a block is drawn in several frames)."""
-        key = (qc, kc)
-        path = self._paths.get(key)
-        if path is None:
-            path = self._paths[key] = self._cell_path(qc, kc)
-        return path
-
-    def _cell_path(self, qc: int, kc: int) -> str:
-        x, y, s = MX0 + kc * self.cell, MY0 + qc * self.cell, self.cell
+        """One block: a square, or its lower triangle on the causal diagonal; "" if masked."""
         if self.p.causal and kc > qc:
             return ""
         if self.p.causal and kc == qc:
-            return f"M{coord(x)} {coord(y)}V{coord(y + s)}H{coord(x + s)}Z"
-        return f"M{coord(x)} {coord(y)}h{coord(s)}v{coord(s)}h{coord(-s)}Z"
+            return f"M{self._x[kc]} {self._y[qc]}V{self._y1[qc]}H{self._x1[kc]}Z"
+        return f"M{self._x[kc]} {self._y[qc]}{self._square}"
 
     def base(self) -> list:
         p, items = self.p, []
@@ -194,17 +194,17 @@ class _Matrix:
         return items
 
 
-def _computed_blocks(p, trace, mat: _Matrix, k: int) -> dict[str, set[tuple[int, int]]]:
+def _computed_blocks(p, trace, mat: _Matrix, k: int, ranks) -> dict[str, set[tuple[int, int]]]:
     """Per fill colour, the (query chunk, key chunk) blocks step k computes."""
     frame = trace.frames[k]
     out: dict[str, set] = {}
     u = p.a2a_size
-    for rf in frame.ranks:
+    for rf in ranks:
         if not rf.computed or (u > 1 and rf.rank % u):
             continue           # a group's first rank speaks for the group's blocks
-        q_chunks = mat.chunks(trace.ranks[rf.rank].query_tokens)
+        q_chunks = mat.query_chunks[rf.rank]
         k_chunks = (range(mat.n) if frame.phase == "attend"
-                    else mat.chunks(trace.ranks[rf.kv_block].query_tokens))
+                    else mat.query_chunks[rf.kv_block])
         out.setdefault(rank_colour(rf.rank, p.cp), set()).update(
             (qc, kc) for qc in q_chunks for kc in k_chunks)
     return out
@@ -221,13 +221,14 @@ def build_deck(trace) -> CpDeck:
         if k == 0:
             items += [Rect(0, COVER_TOP, WIDTH, HEIGHT - COVER_TOP, cls="panel-bg")]
             items += mat.base()
-        for colour, blocks in _computed_blocks(p, trace, mat, k).items():
+        ranks = frame.ranks          # built from the step on each read: once per frame
+        for colour, blocks in _computed_blocks(p, trace, mat, k, ranks).items():
             d = "".join(mat.cell_path(qc, kc) for qc, kc in sorted(blocks))
             if d:
                 items.append(Path(d, fill=colour, cls="filled" if mat.cell >= 8 else ""))
                 current.append(Path(d, cls="changed-box"))
-        done += np.array([rf.unmasked_scores for rf in frame.ranks])
-        items += _rank_panel(p, trace, k, done)
+        done += np.array([rf.unmasked_scores for rf in ranks])
+        items += _rank_panel(p, trace, k, done, ranks)
         frames.append(FrameView(k, _header(p, trace, k), tuple(items), tuple(current),
                                 tuple(_arrows(p, frame))))
     return CpDeck(WIDTH, HEIGHT, deck_title(p), tuple(frames))
@@ -253,7 +254,7 @@ def _row_y(p, i: int) -> tuple[float, float]:
     return RY0 + i * h, h
 
 
-def _rank_panel(p, trace, k: int, done: np.ndarray) -> list:
+def _rank_panel(p, trace, k: int, done: np.ndarray, ranks) -> list:
     frame = trace.frames[k]
     items: list = [Rect(RX0 - 10, COVER_TOP, WIDTH - RX0 + 10, HEIGHT - COVER_TOP,
                         cls="panel-bg")]
@@ -262,7 +263,7 @@ def _rank_panel(p, trace, k: int, done: np.ndarray) -> list:
     shown = shown_ranks(p.cp)
     for i, r in enumerate(shown):
         y, h = _row_y(p, i + (1 if p.cp > DETAIL_RANKS and r == p.cp - 1 else 0))
-        rf, rs = frame.ranks[r], trace.ranks[r]
+        rf, rs = ranks[r], trace.ranks[r]
         colour = rank_colour(r, p.cp)
         items.append(Rect(RX0 + 30, y + 4, 40, 24, fill=colour))
         items.append(Text(RX0 + 50, y + 21, str(r), anchor="middle", weight=700,

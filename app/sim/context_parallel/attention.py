@@ -143,18 +143,29 @@ def merge_steps(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, ori
     nk = k.shape[1]
     per_step = ranks * hq * max(nq * nk, nk * d, nq * d)
     batch = max(1, min(steps, STEP_BATCH_ELEMENTS // per_step))
+    stacked = (nq * d * nk <= BLAS_SINGLE_THREAD_MNK and nq * nk * d <= BLAS_SINGLE_THREAD_MNK
+               and _is_permutation(origins))
+    if stacked:       # the stacked products stay on one BLAS thread, as each step's would
+        batch = max(1, min(batch, BLAS_SINGLE_THREAD_MNK // (nq * d * nk)))
     qx = q.transpose(0, 2, 1, 3)                                        # (ranks, hq, nq, d)
     kv_of = np.arange(hq) // group if group > 1 else None
+    if kv_of is not None:
+        k, v = k[:, :, kv_of, :], v[:, :, kv_of, :]                     # (ranks, nk, hq, d)
     m, l, o = state.m, state.l, state.o
     m_before, m_after, corrections, l_after = [], [], [], []
     for s0 in range(0, steps, batch):
         s1 = min(steps, s0 + batch)
-        kb, vb = k[origins[s0:s1]], v[origins[s0:s1]]                   # (b, ranks, nk, hk, d)
-        if kv_of is not None:
-            kb, vb = kb[:, :, :, kv_of, :], vb[:, :, :, kv_of, :]       # (b, ranks, nk, hq, d)
-        kx = kb.transpose(0, 1, 3, 4, 2)                                # (b, ranks, hq, d, nk)
-        vx = vb.transpose(0, 1, 3, 2, 4)                                # (b, ranks, hq, nk, d)
-        scores = bmm(qx, kx) / math.sqrt(d)                             # (b, ranks, hq, nq, nk)
+        b = s1 - s0
+        here = origins[s0:s1]                                           # (b, ranks)
+        if stacked:
+            # rank r's keys of the batch's steps side by side: one product per (rank, head)
+            # gives every step's scores (each score the same dot product over d)
+            kcat = k[here.T].transpose(0, 3, 4, 1, 2).reshape(ranks, hq, d, b * nk)
+            scores = (qx @ kcat).reshape(ranks, hq, nq, b, nk).transpose(3, 0, 1, 2, 4)
+        else:
+            kb = k[here]                                                # (b, ranks, nk, hq, d)
+            scores = bmm(qx, kb.transpose(0, 1, 3, 4, 2))               # (b, ranks, hq, nq, nk)
+        scores = scores / math.sqrt(d)
         scores = np.where(masks(s0, s1)[:, :, None, :, :], scores, -np.inf)
         top = scores.max(axis=-1, initial=-np.inf)                      # (b, ranks, hq, nq)
         # the running max: m' = max(m, rowmax S), step after step (exact in any grouping)
@@ -164,8 +175,17 @@ def merge_steps(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, ori
         correction = np.exp(before - shift)
         p = np.exp(scores - shift[..., None])
         sums = p.sum(axis=-1)
-        pv = bmm(p, vx)                                                 # (b, ranks, hq, nq, d)
-        for i in range(s1 - s0):
+        if stacked:
+            # the rows that meet block o in the batch's steps, one under the other: one
+            # product per (block, head) gives every step's p·V (each row the same dot products)
+            user = np.argsort(here, axis=1)                             # user[i, o]: its rank
+            pcat = p[np.arange(b)[:, None], user].transpose(1, 2, 0, 3, 4).reshape(
+                ranks, hq, b * nq, nk)
+            pv_by_block = (pcat @ v.transpose(0, 2, 1, 3)).reshape(ranks, hq, b, nq, d)
+            pv = [pv_by_block[here[i], :, i] for i in range(b)]
+        else:
+            pv = bmm(p, v[here].transpose(0, 1, 3, 2, 4))               # (b, ranks, hq, nq, d)
+        for i in range(b):
             l = l * correction[i] + sums[i]  # noqa: E741
             o = o * correction[i][..., None] + pv[i]
             l_after.append(l)
@@ -175,3 +195,8 @@ def merge_steps(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, ori
         corrections.append(correction)
     return Merged(Running(m, l, o), np.concatenate(m_before), np.concatenate(m_after),
                   np.concatenate(corrections), np.stack(l_after))
+
+
+def _is_permutation(origins: np.ndarray) -> bool:
+    """Each step's blocks are a permutation of the ranks (each block meets one rank a step)."""
+    return bool((np.sort(origins, axis=1) == np.arange(origins.shape[1])).all())
