@@ -31,6 +31,7 @@ import numpy as np
 from app.draw.fmt import coord
 from app.draw.palette import rank_colour, text_on
 from app.sim.context_parallel.captions import METHOD_NAMES
+from app.sim.context_parallel.methods import Transfers
 
 WIDTH, HEIGHT = 1040, 490
 FONT = 14                       # the smallest text: 12.9 px when the deck is 960 px wide
@@ -194,18 +195,17 @@ class _Matrix:
         return items
 
 
-def _computed_blocks(p, trace, mat: _Matrix, k: int, ranks) -> dict[str, set[tuple[int, int]]]:
+def _computed_blocks(p, trace, mat: _Matrix, k: int, step) -> dict[str, set[tuple[int, int]]]:
     """Per fill colour, the (query chunk, key chunk) blocks step k computes."""
     frame = trace.frames[k]
     out: dict[str, set] = {}
     u = p.a2a_size
-    for rf in ranks:
-        if not rf.computed or (u > 1 and rf.rank % u):
+    for r, (b, w) in enumerate(zip(step.kv_block, step.unmasked)):
+        if not w > 0 or (u > 1 and r % u):
             continue           # a group's first rank speaks for the group's blocks
-        q_chunks = mat.query_chunks[rf.rank]
-        k_chunks = (range(mat.n) if frame.phase == "attend"
-                    else mat.query_chunks[rf.kv_block])
-        out.setdefault(rank_colour(rf.rank, p.cp), set()).update(
+        q_chunks = mat.query_chunks[r]
+        k_chunks = (range(mat.n) if frame.phase == "attend" else mat.query_chunks[b])
+        out.setdefault(rank_colour(r, p.cp), set()).update(
             (qc, kc) for qc in q_chunks for kc in k_chunks)
     return out
 
@@ -221,14 +221,14 @@ def build_deck(trace) -> CpDeck:
         if k == 0:
             items += [Rect(0, COVER_TOP, WIDTH, HEIGHT - COVER_TOP, cls="panel-bg")]
             items += mat.base()
-        ranks = frame.ranks          # built from the step on each read: once per frame
-        for colour, blocks in _computed_blocks(p, trace, mat, k, ranks).items():
+        step = frame.source          # the simulation's step: per rank arrays and tuples
+        for colour, blocks in _computed_blocks(p, trace, mat, k, step).items():
             d = "".join(mat.cell_path(qc, kc) for qc, kc in sorted(blocks))
             if d:
                 items.append(Path(d, fill=colour, cls="filled" if mat.cell >= 8 else ""))
                 current.append(Path(d, cls="changed-box"))
-        done += np.array([rf.unmasked_scores for rf in ranks])
-        items += _rank_panel(p, trace, k, done, ranks)
+        done += np.array(step.unmasked)
+        items += _rank_panel(p, trace, k, done)
         frames.append(FrameView(k, _header(p, trace, k), tuple(items), tuple(current),
                                 tuple(_arrows(p, frame))))
     return CpDeck(WIDTH, HEIGHT, deck_title(p), tuple(frames))
@@ -254,7 +254,7 @@ def _row_y(p, i: int) -> tuple[float, float]:
     return RY0 + i * h, h
 
 
-def _rank_panel(p, trace, k: int, done: np.ndarray, ranks) -> list:
+def _rank_panel(p, trace, k: int, done: np.ndarray) -> list:
     frame = trace.frames[k]
     items: list = [Rect(RX0 - 10, COVER_TOP, WIDTH - RX0 + 10, HEIGHT - COVER_TOP,
                         cls="panel-bg")]
@@ -263,7 +263,7 @@ def _rank_panel(p, trace, k: int, done: np.ndarray, ranks) -> list:
     shown = shown_ranks(p.cp)
     for i, r in enumerate(shown):
         y, h = _row_y(p, i + (1 if p.cp > DETAIL_RANKS and r == p.cp - 1 else 0))
-        rf, rs = ranks[r], trace.ranks[r]
+        rf, rs = frame.rank(r), trace.ranks[r]
         colour = rank_colour(r, p.cp)
         items.append(Rect(RX0 + 30, y + 4, 40, 24, fill=colour))
         items.append(Text(RX0 + 50, y + 21, str(r), anchor="middle", weight=700,
@@ -378,7 +378,7 @@ def _arrows(p, frame) -> list[Arrow]:
     where = {r: i + (1 if p.cp > DETAIL_RANKS and r == p.cp - 1 else 0)
              for i, r in enumerate(shown)}
     out = []
-    firsts = [t for t in frame.transfers if t.src in where and t.dst in where]
+    firsts = [t for t in _between(frame.transfers, where) if t.src in where and t.dst in where]
     if frame.phase in ("all_to_all", "all_to_all_back"):
         firsts = [t for t in firsts if t.src == 0] or firsts
     for n, t in enumerate(firsts[:ARROWS]):
@@ -393,3 +393,14 @@ def _arrows(p, frame) -> list[Arrow]:
         label = f"{t.elements:,}" if n == 0 else ""
         out.append(Arrow(d, head, colour, label, x - bend - 4, (y0 + y1) / 2))
     return out
+
+
+def _between(transfers, where: dict):
+    """The transfers whose ends are both in ``where`` (read from the arrays of a ring or
+    all-gather step, without making the other 60 of 64 ranks' transfers)."""
+    if not isinstance(transfers, Transfers):
+        return transfers
+    shown = np.zeros(len(transfers.src), dtype=bool)
+    shown[list(where)] = True
+    keep = np.flatnonzero(shown[transfers.src] & shown[transfers.dst])
+    return [transfers[i] for i in keep]

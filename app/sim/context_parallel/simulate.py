@@ -30,7 +30,7 @@ from app.sim.context_parallel import captions, cost, memory
 from app.sim.context_parallel.attention import reference_attention
 from app.sim.context_parallel.inputs import make_inputs
 from app.sim.context_parallel.layout import tokens_table
-from app.sim.context_parallel.methods import Run, Step, run
+from app.sim.context_parallel.methods import Rows, Run, Step, run
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.volumes import elements_sent
 from app.sim.context_parallel.wall import CONTEXTS, Wall, wall
@@ -90,6 +90,13 @@ class ContextParallelFrame(Frame):
         rows = _rows(step)
         return tuple(RankFrame(r, b, h, w > 0, b is not None and w == 0, w, rows[r])
                      for r, (b, h, w) in enumerate(zip(step.kv_block, step.held, step.unmasked)))
+
+    def rank(self, r: int) -> RankFrame:
+        """``ranks[r]`` alone (the deck reads a few ranks' rows of every frame)."""
+        step = self.source
+        b, w = step.kv_block[r], step.unmasked[r]
+        return RankFrame(r, b, step.held[r], w > 0, b is not None and w == 0, w,
+                         _rows(step, r)[0])
 
     def to_dict(self) -> dict:
         return {"step": self.step, "phase": self.phase, "caption": self.caption,
@@ -161,11 +168,15 @@ def volume_formula(p) -> str:
             f"{value:,}")
 
 
-def _rows(step) -> list[tuple[dict, ...]]:
-    """Per rank, the shown rows of its running softmax as JSON-ready dicts."""
+def _rows(step, only: int | None = None) -> list[tuple[dict, ...]]:
+    """Per rank, the shown rows of its running softmax as JSON-ready dicts (``only``: of that
+    rank alone, a list of one)."""
     rows = step.rows
     if rows is None:
-        return [()] * len(step.unmasked)
+        return [()] * (len(step.unmasked) if only is None else 1)
+    if only is not None:
+        rows = Rows(*(a[only:only + 1] for a in (rows.tokens, rows.m_before, rows.m_after,
+                                                  rows.l_before, rows.l_after, rows.correction)))
     tokens = rows.tokens.tolist()
     m0 = np.where(np.isfinite(rows.m_before), rows.m_before, np.nan).tolist()
     m1, l0, l1 = rows.m_after.tolist(), rows.l_before.tolist(), rows.l_after.tolist()
