@@ -125,9 +125,11 @@ class Merged:
     l_after: np.ndarray
 
 
-STEP_BATCH_ELEMENTS = 1 << 18
-""":func:`merge_steps` batches as many steps as keep its temporaries near this many numbers
-each (2 MB: they stay in cache; 8 MB batches were a third slower at cp 64)."""
+STEP_BATCH_ELEMENTS = 1 << 16
+""":func:`merge_steps` batches as many steps as keep its work arrays near this many numbers
+each (512 kB): in the server, which maps every array over 256 kB afresh
+(app.caches.fix_mmap_threshold), larger batches were slower, not faster — at cp 64 a ring
+step is a batch of its own, its products still one per (rank, head) and (block, head)."""
 
 
 def merge_steps(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, origins: np.ndarray,
@@ -151,44 +153,67 @@ def merge_steps(state: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray, ori
     kv_of = np.arange(hq) // group if group > 1 else None
     if kv_of is not None:
         k, v = k[:, :, kv_of, :], v[:, :, kv_of, :]                     # (ranks, nk, hq, d)
-    m, l, o = state.m, state.l, state.o
+    m, l, o = state.m, state.l, state.o.copy()      # o is updated in place (ours alone)
     m_before, m_after, corrections, l_after = [], [], [], []
+    buffers: dict[int, tuple] = {}
+    pv_step = np.empty((ranks, hq, nq, d))
     for s0 in range(0, steps, batch):
         s1 = min(steps, s0 + batch)
         b = s1 - s0
         here = origins[s0:s1]                                           # (b, ranks)
+        mask = np.broadcast_to(masks(s0, s1), (b, ranks, nq, nk))
         if stacked:
+            # the work arrays of a batch, allocated once: the server maps every array over
+            # 256 kB afresh (app.caches.fix_mmap_threshold), and faulting in 2 MB temporaries
+            # every batch made this three times slower
+            if b not in buffers:
+                buffers[b] = (np.empty((ranks, b, nk, hq, d)), np.empty((ranks, hq, nq, b * nk)),
+                              np.empty((ranks, hq, b, nq, nk)), np.empty((ranks, hq, b * nq, d)))
+            kbuf, sbuf, pcat, pvbuf = buffers[b]
             # rank r's keys of the batch's steps side by side: one product per (rank, head)
             # gives every step's scores (each score the same dot product over d)
-            kcat = k[here.T].transpose(0, 3, 4, 1, 2).reshape(ranks, hq, d, b * nk)
-            scores = (qx @ kcat).reshape(ranks, hq, nq, b, nk).transpose(3, 0, 1, 2, 4)
+            np.take(k, here.T, axis=0, out=kbuf, mode="clip")
+            kcat = kbuf.transpose(0, 3, 4, 1, 2).reshape(ranks, hq, d, b * nk)
+            np.matmul(qx, kcat, out=sbuf)
+            scores = sbuf.reshape(ranks, hq, nq, b, nk).transpose(3, 0, 1, 2, 4)
+            np.divide(scores, math.sqrt(d), out=scores)
+            np.copyto(scores, -np.inf, where=~mask[:, :, None, :, :])
         else:
             kb = k[here]                                                # (b, ranks, nk, hq, d)
-            scores = bmm(qx, kb.transpose(0, 1, 3, 4, 2))               # (b, ranks, hq, nq, nk)
-        scores = scores / math.sqrt(d)
-        mask = np.broadcast_to(masks(s0, s1), (b, ranks, nq, nk))
-        scores = np.where(mask[:, :, None, :, :], scores, -np.inf)
+            scores = bmm(qx, kb.transpose(0, 1, 3, 4, 2)) / math.sqrt(d)  # (b, ranks, hq, nq, nk)
+            scores = np.where(mask[:, :, None, :, :], scores, -np.inf)
         top = _row_max(scores)                                          # (b, ranks, hq, nq)
         # the running max: m' = max(m, rowmax S), step after step (exact in any grouping)
         after = np.maximum.accumulate(np.concatenate([m[None], top]), axis=0)
         before, after = after[:-1], after[1:]
         shift = np.where(np.isfinite(after), after, 0.0)
         correction = np.exp(before - shift)
-        p = np.exp(scores - shift[..., None])
+        if stacked:
+            p = scores                                                  # in place: e^{S − m′}
+            np.subtract(scores, shift[..., None], out=p)
+            np.exp(p, out=p)
+        else:
+            p = np.exp(scores - shift[..., None])
         sums = p.sum(axis=-1)
         if stacked:
             # the rows that meet block o in the batch's steps, one under the other: one
             # product per (block, head) gives every step's p·V (each row the same dot products)
             user = np.argsort(here, axis=1)                             # user[i, o]: its rank
-            pcat = p[np.arange(b)[:, None], user].transpose(1, 2, 0, 3, 4).reshape(
-                ranks, hq, b * nq, nk)
-            pv_by_block = (pcat @ v.transpose(0, 2, 1, 3)).reshape(ranks, hq, b, nq, d)
-            pv = [pv_by_block[here[i], :, i] for i in range(b)]
+            for i in range(b):
+                pcat[:, :, i] = p[i][user[i]]
+            np.matmul(pcat.reshape(ranks, hq, b * nq, nk), v.transpose(0, 2, 1, 3), out=pvbuf)
+            pv_by_block = pvbuf.reshape(ranks, hq, b, nq, d)
         else:
             pv = bmm(p, v[here].transpose(0, 1, 3, 2, 4))               # (b, ranks, hq, nq, d)
         for i in range(b):
             l = l * correction[i] + sums[i]  # noqa: E741
-            o = o * correction[i][..., None] + pv[i]
+            if stacked:
+                np.take(pv_by_block[:, :, i], here[i], axis=0, out=pv_step, mode="clip")
+                step_pv = pv_step
+            else:
+                step_pv = pv[i]
+            np.multiply(o, correction[i][..., None], out=o)
+            np.add(o, step_pv, out=o)
             l_after.append(l)
         m = after[-1]
         m_before.append(before)
