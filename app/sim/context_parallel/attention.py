@@ -35,13 +35,19 @@ def reference_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: boo
     seq, heads, d = q.shape
     group = heads // k.shape[1]
     out = np.empty_like(q, dtype=np.float64)
+    # two (seq, seq) work arrays for every head (at seq 256 each is over the 256 kB the
+    # server maps afresh: app.caches.fix_mmap_threshold), and the mask's indices once
+    scores, weights = np.empty((seq, seq)), np.empty((seq, seq))
+    above = np.triu_indices(seq, 1) if causal else None
     for h in range(heads):
         g = h // group
         # einsum's own loops, not BLAS threads (see BLAS_SINGLE_THREAD_MNK)
-        scores = np.einsum("id,jd->ij", q[:, h, :], k[:, g, :]) / math.sqrt(d)   # (seq, seq)
+        np.einsum("id,jd->ij", q[:, h, :], k[:, g, :], out=scores)
+        scores /= math.sqrt(d)                                                 # (seq, seq)
         if causal:
-            scores[np.triu_indices(seq, 1)] = -np.inf
-        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+            scores[above] = -np.inf
+        np.subtract(scores, scores.max(axis=1, keepdims=True), out=weights)
+        np.exp(weights, out=weights)
         weights /= weights.sum(axis=1, keepdims=True)
         out[:, h, :] = np.einsum("ij,jd->id", weights, v[:, g, :])
     return out
