@@ -105,7 +105,11 @@ ADVERSARIAL: dict[str, list[str]] = {
     "context-parallel": ["method=ring&cp=64&seq=256&heads=16&kv_heads=16&head_dim=16"
                          "&balance=zigzag",
                          "method=hybrid&cp=64&ulysses=8&seq=256&heads=16&kv_heads=16&head_dim=16",
-                         "method=ulysses&cp=16&seq=256&heads=16&kv_heads=16&head_dim=16"],
+                         "method=ulysses&cp=16&seq=256&heads=16&kv_heads=16&head_dim=16",
+                         "method=all_gather&cp=64&seq=256&heads=16&kv_heads=16&head_dim=16"
+                         "&balance=zigzag",
+                         "method=ring&cp=64&seq=256&heads=16&kv_heads=16&head_dim=16"
+                         "&causal=false"],
     "collective": ["op=all_reduce&algorithm=ring&world=64&count=128&seed=7",
                    "op=all_to_all&algorithm=ring&world=64&count=128&seed=7",
                    "op=reduce_scatter&algorithm=ring&world=64&count=128"],
@@ -173,3 +177,23 @@ def test_a_64_rank_collective_deck_is_merged_but_keeps_every_cell(query):
     assert drawn == sum(len(f.cells) for f in deck.frames) > 64 * 64
     # each step's arrows are drawn once and reused: a ring sends along the same 64 links
     assert svg.count("<use href=\"#links-") == len(deck.frames) - 1
+
+
+@pytest.mark.parametrize("query", ["op=all_reduce&world=33&count=64",
+                                   "op=all_to_all&algorithm=ring&world=48&count=96",
+                                   "op=all_reduce&algorithm=tree&world=64&count=64"])
+def test_merged_collective_cells_draw_what_one_cell_per_element_would(query, monkeypatch):
+    """A merged deck's frames (MergedCells, grouped as they are built) draw the very markup of
+    the Cell objects the unmerged writer makes for the same deck (issue 12 item 3)."""
+    from app.scenes.collective import deck as view
+    from app.scenes.collective import deck_svg
+    from app.scenes.collective.page import simulate_cached
+    from app.sim.collectives.params import CollectiveParams
+    p = CollectiveParams(**dict(item.split("=") for item in query.split("&")))
+    merged = view.build_deck(simulate_cached(p))
+    monkeypatch.setattr(view, "MERGE_RANKS", 10 ** 6)      # Cell objects for every cell
+    cells = view.build_deck(simulate_cached(p))
+    assert merged.merged and not cells.merged
+    for a, b in zip(merged.frames, cells.frames):
+        assert isinstance(a.cells, view.MergedCells) and len(a.cells) == len(b.cells)
+        assert deck_svg._merged_cells(a.cells) == deck_svg._merged_cells(b.cells)

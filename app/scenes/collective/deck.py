@@ -15,6 +15,7 @@ them in from the sender's row.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
@@ -339,10 +340,16 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     palette = _Palette(n)
     pad = 1.5 if col_w >= 8 and row_h >= 8 else 0.4
 
+    # a cell's rectangle from per-column and per-row tables (the same roundings, once each)
+    cell_x = [round(x + pad, 2) for _, _, _, x, _ in columns]
+    cell_w = [round(w - 2 * pad, 2) for _, _, _, _, w in columns]
+    cell_y = [round(y + pad, 2) for y in row_y]
+    cell_h = round(row_h - 2 * pad, 2)
+    merged = n >= MERGE_RANKS
+
     def cell(r: int, c: int, k: int, fly: tuple[float, float]) -> Cell:
-        _, start, stop, x, w = columns[c]
-        x, y, w, h = round(x + pad, 2), round(row_y[r] + pad, 2), round(w - 2 * pad, 2), \
-            round(row_h - 2 * pad, 2)
+        start = columns[c][1]
+        x, y, w, h = cell_x[c], cell_y[r], cell_w[c], cell_h
         if not filled[k, r, start]:
             return Cell(x, y, w, h, "", "", "",
                         0, 0, f"rank {r} · element {start}: nothing yet" if tips else "")
@@ -363,7 +370,10 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     for k in range(last + 1):
         frame = trace.frames[k]
         if k == 0:
-            cells = tuple(cell(r, c, 0, (0, 0)) for r in range(n) for c in range(len(columns)))
+            cells = (_merge(trace, 0, [(r, c) for r in range(n) for c in range(len(columns))],
+                            None, columns, row_y, cell_x, cell_y, cell_w, cell_h, palette)
+                     if merged else
+                     tuple(cell(r, c, 0, (0, 0)) for r in range(n) for c in range(len(columns))))
             arrows: tuple[Arrow, ...] = ()
             header = "Before the collective"
         else:
@@ -372,9 +382,11 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
             # any element of each drawn column changed: (world, columns)
             changed_cells = np.logical_or.reduceat(changed[:, :columns[-1][2]], column_starts, axis=1)
             origin = _origins(trace.schedule.steps[k - 1], columns, col_of_element, row_y)
-            cells = tuple(
-                cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
-                for r, c in zip(*map(np.ndarray.tolist, np.nonzero(changed_cells))))
+            where = list(zip(*map(np.ndarray.tolist, np.nonzero(changed_cells))))
+            cells = (_merge(trace, k, where, origin, columns, row_y, cell_x, cell_y, cell_w,
+                            cell_h, palette) if merged else
+                     tuple(cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
+                           for r, c in where))
             arrows = _arrows(trace, k, lanes, radius, links)
             header = f"Step {k} of {n_steps} · {frame.phase}"
         frames.append(FrameView(k, header, cells, arrows))
@@ -396,7 +408,49 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
         row_labels, row_swatches, _column_labels(trace, columns, group, col_w),
         _separators(trace, columns, col_of_element, row_y[-1] + row_h),
         _area_labels(trace, columns), tuple(palette.stripes.values()), tuple(frames),
-        _legend(trace), round(font, 1), 2.5 if n <= 16 else 1.0, n >= MERGE_RANKS)
+        _legend(trace), round(font, 1), 2.5 if n <= 16 else 1.0, merged)
+
+
+@dataclass(frozen=True)
+class MergedCells:
+    """A merged deck's frame (MERGE_RANKS and beyond): its cells as the subpaths of one path
+    per (fill, flight), in the order the cells come — what deck_svg draws, without a
+    :class:`Cell` per cell (12,000 of them at 64 ranks). ``len`` counts the cells."""
+
+    groups: tuple[tuple[str, float, float, str], ...]   # fill, dx, dy, path data
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _merge(trace, k: int, where, origin, columns, row_y, cell_x, cell_y, cell_w, cell_h,
+           palette) -> MergedCells:
+    """The cells at (rank, column) ``where`` of frame ``k``, grouped as deck_svg draws them:
+    the same rectangles, fills and flights as :func:`build_deck`'s ``cell`` and ``_fly``."""
+    filled, sources = trace.filled, trace.sources
+    groups: dict[tuple, list[str]] = {}
+    flights: dict[tuple, float] = {}
+    for r, c in where:
+        start = columns[c][1]
+        if not filled[k, r, start]:
+            key = ("", 0, 0)
+        else:
+            fly = origin.get((r, c)) if origin is not None else None
+            if fly is None:
+                dx = dy = 0
+            else:
+                dx = flights.get((fly[0], columns[c][3]))
+                if dx is None:
+                    dx = flights[(fly[0], columns[c][3])] = round(fly[0] - columns[c][3], 1)
+                dy = flights.get((fly[1], row_y[r]))
+                if dy is None:
+                    dy = flights[(fly[1], row_y[r])] = round(fly[1] - row_y[r], 1)
+            key = (palette.fill(int(sources[k, r, start])), dx, dy)
+        w = cell_w[c]
+        groups.setdefault(key, []).append(f"M{cell_x[c]} {cell_y[r]}h{w}v{cell_h}h-{w}z")
+    return MergedCells(tuple((fill, dx, dy, "".join(parts))
+                             for (fill, dx, dy), parts in groups.items()), len(where))
 
 
 def _ranges(ranks: list[int]) -> str:
@@ -420,14 +474,16 @@ def _fly(origin: tuple[float, float] | None, x: float, y: float) -> tuple[float,
 
 
 def _origins(step, columns, col_of_element, row_y):
-    """(dst rank, column) → (x, y) of the cell its data came from in this step."""
+    """(dst rank, column) → (x, y) of the cell its data came from in this step: for each move,
+    the columns whose first element it writes (found by bisection in the columns' starts, which
+    are in buffer order), and where that element came from."""
     out = {}
+    starts = [start for _, start, _, _, _ in columns]
     for m in step.moves:
-        for offset in range(m.length):
-            c = col_of_element[m.dst_lo + offset]
-            if columns[c][1] == m.dst_lo + offset:  # the column's first element
-                src_c = col_of_element[m.src_lo + offset]
-                out[(m.dst, c)] = (columns[src_c][3], row_y[m.src])
+        lo, shift = m.dst_lo, m.src_lo - m.dst_lo
+        y = row_y[m.src]
+        for c in range(bisect_left(starts, lo), bisect_left(starts, lo + m.length)):
+            out[(m.dst, c)] = (columns[col_of_element[starts[c] + shift]][3], y)
     return out
 
 

@@ -16,7 +16,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from app.scenes.collective.deck import COMPLETE, Deck
+from app.scenes.collective.deck import COMPLETE, Deck, MergedCells
 from app.draw.svg import CAPTION_HEIGHT, attrs, deck_end, deck_open, el, text, title
 
 
@@ -159,14 +159,19 @@ def _frame(deck: Deck, frame, current: int, standalone: bool,
 
 def _merged_cells(cells) -> list[str]:
     """A frame's cells as one path per (fill, flight): the picture of the cells' rectangles
-    without an element each (a deck of 33–64 ranks, whose cells carry no number or tip)."""
-    groups: dict[tuple, list[str]] = {}
-    for c in cells:
-        groups.setdefault((c.fill, c.dx, c.dy), []).append(
-            f"M{c.x} {c.y}h{c.w}v{c.h}h-{c.w}z")
+    without an element each (a deck of 33–64 ranks, whose cells carry no number or tip).
+    ``cells``: the deck's :class:`MergedCells` (grouped as they are built), or Cells."""
+    if isinstance(cells, MergedCells):
+        grouped = cells.groups
+    else:
+        groups: dict[tuple, list[str]] = {}
+        for c in cells:
+            groups.setdefault((c.fill, c.dx, c.dy), []).append(
+                f"M{c.x} {c.y}h{c.w}v{c.h}h-{c.w}z")
+        grouped = tuple((fill, dx, dy, "".join(parts))
+                        for (fill, dx, dy), parts in groups.items())
     out = []
-    for (fill, dx, dy), parts in groups.items():
-        d = "".join(parts)
+    for fill, dx, dy, d in grouped:
         if not fill:
             out.append(f'<path class="empty" d="{d}"/>')
             continue

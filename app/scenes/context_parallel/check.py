@@ -56,7 +56,7 @@ def compare(params, trace, report: dict) -> Verdict:
         output_row.append(float(f"{min(diff, 1.0):.2g}"))
         if params.method in ("ring", "hybrid") and params.ring_size > 1:
             want_steps = [s for s, f in enumerate(f for f in trace.frames if f.phase == "ring")
-                          if f.ranks[r].computed]
+                          if f.source.unmasked[r] > 0]     # RankFrame.computed, unbuilt
             if got.get("computed_steps") != want_steps:
                 problems.append(f"rank {r} computed in ring steps {got.get('computed_steps')}, "
                                 f"the simulation in {want_steps} (the others are skipped: "

@@ -31,6 +31,7 @@ import numpy as np
 from app.draw.fmt import coord
 from app.draw.palette import rank_colour, text_on
 from app.sim.context_parallel.captions import METHOD_NAMES
+from app.sim.context_parallel.methods import Transfers
 
 WIDTH, HEIGHT = 1040, 490
 FONT = 14                       # the smallest text: 12.9 px when the deck is 960 px wide
@@ -136,31 +137,31 @@ class _Matrix:
         self.chunk = p.seq // (2 * p.cp if p.balance == "zigzag" else p.cp)
         self.n = p.seq // self.chunk
         self.cell = MSIZE / self.n
-        self._paths: dict[tuple[int, int], str] = {}
         self.owner = [0] * self.n
         for r in trace.ranks:
             for t in r.tokens:
                 self.owner[t // self.chunk] = r.rank
+        # the chunks of each rank's queries, once per deck (every frame reads them)
+        self.query_chunks = [self.chunks(r.query_tokens) for r in trace.ranks]
+        # a block's corners from tables: the same float expressions as one coord() per corner
+        # (x = MX0 + kc·cell, x + cell, …), formatted once per column and row, not per block
+        s = self.cell
+        self._x = [coord(MX0 + c * s) for c in range(self.n)]
+        self._y = [coord(MY0 + c * s) for c in range(self.n)]
+        self._x1 = [coord(MX0 + c * s + s) for c in range(self.n)]
+        self._y1 = [coord(MY0 + c * s + s) for c in range(self.n)]
+        self._square = f"h{coord(s)}v{coord(s)}h{coord(-s)}Z"
 
     def chunks(self, tokens) -> list[int]:
         return sorted({int(t) // self.chunk for t in tokens})
 
     def cell_path(self, qc: int, kc: int) -> str:
-        """One block: a square, or its lower triangle on the causal diagonal; "" if masked
-        (kept: a block is drawn in several frames)."""
-        key = (qc, kc)
-        path = self._paths.get(key)
-        if path is None:
-            path = self._paths[key] = self._cell_path(qc, kc)
-        return path
-
-    def _cell_path(self, qc: int, kc: int) -> str:
-        x, y, s = MX0 + kc * self.cell, MY0 + qc * self.cell, self.cell
+        """One block: a square, or its lower triangle on the causal diagonal; "" if masked."""
         if self.p.causal and kc > qc:
             return ""
         if self.p.causal and kc == qc:
-            return f"M{coord(x)} {coord(y)}V{coord(y + s)}H{coord(x + s)}Z"
-        return f"M{coord(x)} {coord(y)}h{coord(s)}v{coord(s)}h{coord(-s)}Z"
+            return f"M{self._x[kc]} {self._y[qc]}V{self._y1[qc]}H{self._x1[kc]}Z"
+        return f"M{self._x[kc]} {self._y[qc]}{self._square}"
 
     def base(self) -> list:
         p, items = self.p, []
@@ -194,18 +195,17 @@ class _Matrix:
         return items
 
 
-def _computed_blocks(p, trace, mat: _Matrix, k: int) -> dict[str, set[tuple[int, int]]]:
+def _computed_blocks(p, trace, mat: _Matrix, k: int, step) -> dict[str, set[tuple[int, int]]]:
     """Per fill colour, the (query chunk, key chunk) blocks step k computes."""
     frame = trace.frames[k]
     out: dict[str, set] = {}
     u = p.a2a_size
-    for rf in frame.ranks:
-        if not rf.computed or (u > 1 and rf.rank % u):
+    for r, (b, w) in enumerate(zip(step.kv_block, step.unmasked)):
+        if not w > 0 or (u > 1 and r % u):
             continue           # a group's first rank speaks for the group's blocks
-        q_chunks = mat.chunks(trace.ranks[rf.rank].query_tokens)
-        k_chunks = (range(mat.n) if frame.phase == "attend"
-                    else mat.chunks(trace.ranks[rf.kv_block].query_tokens))
-        out.setdefault(rank_colour(rf.rank, p.cp), set()).update(
+        q_chunks = mat.query_chunks[r]
+        k_chunks = (range(mat.n) if frame.phase == "attend" else mat.query_chunks[b])
+        out.setdefault(rank_colour(r, p.cp), set()).update(
             (qc, kc) for qc in q_chunks for kc in k_chunks)
     return out
 
@@ -221,12 +221,13 @@ def build_deck(trace) -> CpDeck:
         if k == 0:
             items += [Rect(0, COVER_TOP, WIDTH, HEIGHT - COVER_TOP, cls="panel-bg")]
             items += mat.base()
-        for colour, blocks in _computed_blocks(p, trace, mat, k).items():
+        step = frame.source          # the simulation's step: per rank arrays and tuples
+        for colour, blocks in _computed_blocks(p, trace, mat, k, step).items():
             d = "".join(mat.cell_path(qc, kc) for qc, kc in sorted(blocks))
             if d:
                 items.append(Path(d, fill=colour, cls="filled" if mat.cell >= 8 else ""))
                 current.append(Path(d, cls="changed-box"))
-        done += np.array([rf.unmasked_scores for rf in frame.ranks])
+        done += np.array(step.unmasked)
         items += _rank_panel(p, trace, k, done)
         frames.append(FrameView(k, _header(p, trace, k), tuple(items), tuple(current),
                                 tuple(_arrows(p, frame))))
@@ -262,7 +263,7 @@ def _rank_panel(p, trace, k: int, done: np.ndarray) -> list:
     shown = shown_ranks(p.cp)
     for i, r in enumerate(shown):
         y, h = _row_y(p, i + (1 if p.cp > DETAIL_RANKS and r == p.cp - 1 else 0))
-        rf, rs = frame.ranks[r], trace.ranks[r]
+        rf, rs = frame.rank(r), trace.ranks[r]
         colour = rank_colour(r, p.cp)
         items.append(Rect(RX0 + 30, y + 4, 40, 24, fill=colour))
         items.append(Text(RX0 + 50, y + 21, str(r), anchor="middle", weight=700,
@@ -320,11 +321,11 @@ def _bars(p, done: np.ndarray) -> list:
     items: list = [Text(BX0 - 80, BY0 - 8, "scores computed so far, per rank", cls="muted")]
     most = max(int(done.max()), 1)
     w = (BX1 - BX0) / p.cp
-    for r in range(p.cp):
-        h = (BY1 - BY0) * done[r] / most
+    for r, work in enumerate(done.tolist()):       # Python ints: the same quotients, faster
+        h = (BY1 - BY0) * work / most
         if h > 0:
             items.append(Rect(BX0 + r * w + w * 0.1, BY1 - h, w * 0.8, h,
-                              fill=rank_colour(r, p.cp), tip=f"rank {r}: {int(done[r]):,}"))
+                              fill=rank_colour(r, p.cp), tip=f"rank {r}: {work:,}"))
     items.append(Path(f"M{BX0} {BY1}H{BX1}", cls="axis"))
     items.append(Text(BX0 - 8, BY1, "0", anchor="end", cls="muted"))
     items.append(Text(BX0 - 8, BY0 + 10, f"{most:,}", anchor="end", cls="muted"))
@@ -377,7 +378,7 @@ def _arrows(p, frame) -> list[Arrow]:
     where = {r: i + (1 if p.cp > DETAIL_RANKS and r == p.cp - 1 else 0)
              for i, r in enumerate(shown)}
     out = []
-    firsts = [t for t in frame.transfers if t.src in where and t.dst in where]
+    firsts = [t for t in _between(frame.transfers, where) if t.src in where and t.dst in where]
     if frame.phase in ("all_to_all", "all_to_all_back"):
         firsts = [t for t in firsts if t.src == 0] or firsts
     for n, t in enumerate(firsts[:ARROWS]):
@@ -392,3 +393,14 @@ def _arrows(p, frame) -> list[Arrow]:
         label = f"{t.elements:,}" if n == 0 else ""
         out.append(Arrow(d, head, colour, label, x - bend - 4, (y0 + y1) / 2))
     return out
+
+
+def _between(transfers, where: dict):
+    """The transfers whose ends are both in ``where`` (read from the arrays of a ring or
+    all-gather step, without making the other 60 of 64 ranks' transfers)."""
+    if not isinstance(transfers, Transfers):
+        return transfers
+    shown = np.zeros(len(transfers.src), dtype=bool)
+    shown[list(where)] = True
+    keep = np.flatnonzero(shown[transfers.src] & shown[transfers.dst])
+    return [transfers[i] for i in keep]

@@ -9,14 +9,18 @@ caption underneath.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from html import escape
 
 from markupsafe import Markup
 
-from app.draw.fmt import coord
+from app.draw.fmt import coord as _coord
 from app.draw.svg import titled_deck
 from app.draw.svg import esc as _e
 from app.scenes.context_parallel.deck import Arrow, CpDeck, FrameView, Path, Rect, Text
+
+coord = lru_cache(maxsize=8192)(_coord)
+"""A deck of 64 ranks writes 25,000 coordinates, most of them a bar's or a row's again."""
 
 DEFS = ('<pattern id="pad-hatch" patternUnits="userSpaceOnUse" width="8" height="8" '
         'patternTransform="rotate(-45)"><rect width="8" height="8" fill="none"/>'

@@ -21,11 +21,12 @@ all-gather, cp − 1 steps — and then attends once against the whole sequence.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim.context_parallel.attention import Running, merge, visible
+from app.sim.context_parallel.attention import Running, merge, merge_steps, visible
 from app.sim.context_parallel.layout import a2a_groups
 from app.sim.trace import Transfer
 
@@ -34,6 +35,54 @@ SHOWN_ROWS = 3
 ALL_ROWS_UP_TO = 8
 """Beyond this many ranks a frame shows one row per rank: the deck summarises so many ranks,
 and 3 rows × 64 ranks × 66 ring steps made the largest answer 5.4 MB (DESIGN: < 5 MB)."""
+
+
+class Transfers(Sequence):
+    """A step's transfers as arrays, each read as a :class:`Transfer` (a ring step at cp 64 has
+    64, a trace 4,000: kept as three arrays, they are cheap to build and to size for the trace
+    cache). Rank ``src[i]`` sends ``elements`` numbers to ``dst[i]``, labelled
+    ``labels[label_of[i]]``."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, elements: int, labels: list[str],
+                 label_of: np.ndarray):
+        self.src, self.dst, self.elements = src, dst, elements
+        self.labels, self.label_of = labels, label_of
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        return Transfer(int(self.src[i]), int(self.dst[i]), self.elements,
+                        label=self.labels[self.label_of[i]])
+
+    def __iter__(self):
+        labels, n = self.labels, self.elements
+        for src, dst, b in zip(self.src.tolist(), self.dst.tolist(), self.label_of.tolist()):
+            yield Transfer(src, dst, n, label=labels[b])
+
+
+class HeldBlocks(Sequence):
+    """Per rank, the ranks whose K/V blocks it holds, from a (cp, cp) bool matrix (the
+    all-gather's 63 steps × 64 ranks × up to 64 blocks as tuples were 130,000 numbers)."""
+
+    def __init__(self, held: np.ndarray):
+        self.held = held
+
+    def __len__(self) -> int:
+        return len(self.held)
+
+    def __getitem__(self, r):
+        if isinstance(r, slice):
+            return tuple(self)[r]
+        return tuple(np.flatnonzero(self.held[r]).tolist())
+
+    def __iter__(self):
+        rows, cols = np.nonzero(self.held)                 # row-major: rank by rank
+        bounds = np.searchsorted(rows, np.arange(len(self.held) + 1)).tolist()
+        cols = cols.tolist()
+        return (tuple(cols[bounds[r]:bounds[r + 1]]) for r in range(len(self.held)))
 
 
 @dataclass(frozen=True)
@@ -141,29 +190,37 @@ def run_sharded(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens: np.ndarray,
     q_heads = slot[:, None] * (heads // u) + np.arange(heads // u)       # (cp, H/u)
     kv_heads_of = slot[:, None] * (kv_heads // u) + np.arange(kv_heads // u)
 
-    # 3. the ring: compute on the block held, pass it to the rank u places on
-    state = Running.empty(cp, heads // u, u * n, d)
-    kv_pos, origin = q_tokens.copy(), rank.copy()
+    # 3. the ring: compute on the block held, pass it to the rank u places on. Rank (g, i)
+    # receives what (g − 1, i) held, so in step s rank r holds the block that started at rank
+    # r − s·u: the steps' blocks are indexed from where they started (no copy is rolled), and
+    # merge_steps batches the steps' products with the same numbers as one merge per step
+    origins = (rank[None, :] - u * np.arange(ring)[:, None]) % cp       # (ring, cp)
+    kv_pos = q_tokens[origins]                                          # (ring, cp, u·n)
+    mask_of = (lambda s0, s1: visible(q_tokens, kv_pos[s0:s1], True)) if causal else (
+        lambda s0, s1: np.ones((s1 - s0, cp, u * n, u * n), dtype=bool))
+    merged = merge_steps(Running.empty(cp, heads // u, u * n, d), q_blk, k_blk, v_blk, origins,
+                         mask_of, group)
+    state = merged.state
     idx = _rows(u * n, cp)
+    shown_tokens = q_tokens[:, idx]
+    unmasked = (visible(q_tokens, kv_pos, causal).sum(axis=(-2, -1)) * (heads // u)
+                if causal else np.full((ring, cp), (u * n) ** 2 * (heads // u)))
+    block = 2 * u * n * (kv_heads // u) * d                             # K and V
+    labels = [f"K, V block of rank {o}" for o in range(cp)]
+    dst = (rank + u) % cp
+    held_by = [tuple(row) for row in members.tolist()]
+    l_before = np.concatenate([np.zeros((1, cp, heads // u, u * n)), merged.l_after[:-1]])
     for s in range(ring):
-        mask = visible(q_tokens, kv_pos, causal)                        # (cp, u·n, u·n)
-        new, correction = merge(state, q_blk, k_blk, v_blk, mask, group)
-        rows = _row_stats(state, new, correction, q_tokens, idx)
-        state = new
-        unmasked = mask.sum(axis=(1, 2)) * (heads // u)
-        transfers: tuple[Transfer, ...] = ()
+        origin = origins[s].tolist()
+        transfers: Sequence[Transfer] = ()
         if s < ring - 1:
-            block = 2 * u * n * (kv_heads // u) * d                     # K and V
-            transfers = tuple(Transfer(int(r), int((r + u) % cp), block,
-                                       label=f"K, V block of rank {int(origin[r])}")
-                              for r in range(cp))
-        held = tuple(tuple(int(m) for m in members[o]) for o in origin)
-        steps.append(Step("ring" if ring > 1 else "attend", transfers, held,
-                          tuple(int(o) for o in origin),
-                          tuple(int(x) for x in unmasked), rows))
-        if s < ring - 1:                 # rank (g, i) receives what (g − 1, i) held
-            k_blk, v_blk, kv_pos, origin = (np.roll(x, u, axis=0)
-                                            for x in (k_blk, v_blk, kv_pos, origin))
+            transfers = Transfers(rank, dst, block, labels, origins[s])
+        rows = Rows(shown_tokens, merged.m_before[s][:, 0, idx], merged.m_after[s][:, 0, idx],
+                    l_before[s][:, 0, idx], merged.l_after[s][:, 0, idx],
+                    merged.correction[s][:, 0, idx])
+        steps.append(Step("ring" if ring > 1 else "attend", transfers,
+                          tuple(held_by[o] for o in origin), tuple(origin),
+                          tuple(unmasked[s].tolist()), rows))
 
     # 4. normalise; heads → sequence
     out = state.output()                                                # (cp, u·n, H/u, d)
@@ -198,17 +255,14 @@ def run_all_gather(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens: np.ndarr
     steps = [Step("start", (), tuple((r,) for r in range(cp)), (None,) * cp, (0,) * cp)]
     held = np.eye(cp, dtype=bool)                        # held[r, b]: rank r has block b
     block = 2 * n * kv_heads * d
+    rank = np.arange(cp)
+    labels = [f"K, V block of rank {b}" for b in range(cp)]
     for s in range(cp - 1):
-        moves = [(r, (r + 1) % cp, (r - s) % cp) for r in range(cp)]
-        for src, _, b in moves:
-            assert held[src, b], (src, b)                # a rank forwards only what it holds
-        for _, dst, b in moves:
-            held[dst, b] = True
-        steps.append(Step("all_gather",
-                          tuple(Transfer(src, dst, block, label=f"K, V block of rank {b}")
-                                for src, dst, b in moves),
-                          tuple(tuple(int(b) for b in np.flatnonzero(row)) for row in held),
-                          (None,) * cp, (0,) * cp))
+        src, dst, b = rank, (rank + 1) % cp, (rank - s) % cp   # rank r forwards block r − s
+        assert held[src, b].all(), s                     # a rank forwards only what it holds
+        held[dst, b] = True
+        steps.append(Step("all_gather", Transfers(src, dst, block, labels, b),
+                          HeldBlocks(held.copy()), (None,) * cp, (0,) * cp))
     assert held.all()
     # the gathered buffer, blocks in rank order; every rank's copy holds the same numbers
     kv_pos = tokens.reshape(-1)                                          # (seq,)
@@ -220,13 +274,14 @@ def run_all_gather(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens: np.ndarr
     idx = _rows(n, cp)
     rows = _row_stats(state, new, correction, tokens, idx)
     state = new
-    steps.append(Step("attend", (), tuple(tuple(range(cp)) for _ in range(cp)),
+    everyone = tuple(range(cp))
+    steps.append(Step("attend", (), (everyone,) * cp,
                       (None,) * cp, tuple(int(x) for x in mask.sum(axis=(1, 2)) * heads), rows))
     output = np.empty((seq, heads, d))
     output[tokens] = state.output()
     lse = np.empty((seq, heads))
     lse[tokens] = (state.m + np.log(state.l)).transpose(0, 2, 1)
-    steps.append(Step("result", (), tuple(tuple(range(cp)) for _ in range(cp)), (None,) * cp,
+    steps.append(Step("result", (), (everyone,) * cp, (None,) * cp,
                       (0,) * cp))
     return Run(tuple(steps), output, tokens, np.broadcast_to(np.arange(heads), (cp, heads)),
                np.broadcast_to(np.arange(kv_heads), (cp, kv_heads)), lse)

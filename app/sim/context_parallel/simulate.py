@@ -26,11 +26,12 @@ from functools import lru_cache
 
 import numpy as np
 
+from app.caches import TRACES, memoised
 from app.sim.context_parallel import captions, cost, memory
 from app.sim.context_parallel.attention import reference_attention
 from app.sim.context_parallel.inputs import make_inputs
 from app.sim.context_parallel.layout import tokens_table
-from app.sim.context_parallel.methods import Run, run
+from app.sim.context_parallel.methods import Rows, Run, Step, run
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.volumes import elements_sent
 from app.sim.context_parallel.wall import CONTEXTS, Wall, wall
@@ -77,7 +78,26 @@ class RankFrame:
 
 @dataclass(frozen=True)
 class ContextParallelFrame(Frame):
-    ranks: tuple[RankFrame, ...] = ()
+    source: Step | None = field(default=None, repr=False)
+    """The simulation's step this frame shows; :attr:`ranks` are read from it when asked for
+    (a trace of 64 ranks × 66 steps holds one step object per frame, not 4,224 rank objects
+    with their rows as dicts — cheaper to build, and to size for the trace cache)."""
+
+    @property
+    def ranks(self) -> tuple[RankFrame, ...]:
+        step = self.source
+        if step is None:
+            return ()
+        rows = _rows(step)
+        return tuple(RankFrame(r, b, h, w > 0, b is not None and w == 0, w, rows[r])
+                     for r, (b, h, w) in enumerate(zip(step.kv_block, step.held, step.unmasked)))
+
+    def rank(self, r: int) -> RankFrame:
+        """``ranks[r]`` alone (the deck reads a few ranks' rows of every frame)."""
+        step = self.source
+        b, w = step.kv_block[r], step.unmasked[r]
+        return RankFrame(r, b, step.held[r], w > 0, b is not None and w == 0, w,
+                         _rows(step, r)[0])
 
     def to_dict(self) -> dict:
         return {"step": self.step, "phase": self.phase, "caption": self.caption,
@@ -149,11 +169,15 @@ def volume_formula(p) -> str:
             f"{value:,}")
 
 
-def _rows(step) -> list[tuple[dict, ...]]:
-    """Per rank, the shown rows of its running softmax as JSON-ready dicts."""
+def _rows(step, only: int | None = None) -> list[tuple[dict, ...]]:
+    """Per rank, the shown rows of its running softmax as JSON-ready dicts (``only``: of that
+    rank alone, a list of one)."""
     rows = step.rows
     if rows is None:
-        return [()] * len(step.unmasked)
+        return [()] * (len(step.unmasked) if only is None else 1)
+    if only is not None:
+        rows = Rows(*(a[only:only + 1] for a in (rows.tokens, rows.m_before, rows.m_after,
+                                                  rows.l_before, rows.l_after, rows.correction)))
     tokens = rows.tokens.tolist()
     m0 = np.where(np.isfinite(rows.m_before), rows.m_before, np.nan).tolist()
     m1, l0, l1 = rows.m_after.tolist(), rows.l_before.tolist(), rows.l_after.tolist()
@@ -169,22 +193,24 @@ def _rows(step) -> list[tuple[dict, ...]]:
 
 def frames_of(p, result: Run, error: float, sent: list[int]) -> tuple[ContextParallelFrame, ...]:
     texts = captions.captions(p, result, error, sent)
-    out = []
-    for k, (step, text) in enumerate(zip(result.steps, texts)):
-        rows = _rows(step)
-        ranks = tuple(RankFrame(r, step.kv_block[r], step.held[r], step.unmasked[r] > 0,
-                                step.kv_block[r] is not None and step.unmasked[r] == 0,
-                                step.unmasked[r], rows[r])
-                      for r in range(p.cp))
-        out.append(ContextParallelFrame(k, text, step.transfers, step.phase, ranks))
-    return tuple(out)
+    return tuple(ContextParallelFrame(k, text, step.transfers, step.phase, step)
+                 for k, (step, text) in enumerate(zip(result.steps, texts)))
+
+
+@memoised(TRACES)
+def plain_attention(seq: int, heads: int, kv_heads: int, head_dim: int, seed: int,
+                    causal: bool) -> np.ndarray:
+    """The reference of the seeded inputs (read-only): it depends on neither cp, the method nor
+    the layout, so moving those (cp is the key slider) reuses it."""
+    return readonly(reference_attention(*make_inputs(seq, heads, kv_heads, head_dim, seed),
+                                        causal))
 
 
 def simulate(p: ContextParallelParams) -> ContextParallelTrace:
     q, k, v = make_inputs(p.seq, p.heads, p.kv_heads, p.head_dim, p.seed)
     tokens = tokens_table(p.seq, p.cp, p.balance)
     result = run(p.method, q, k, v, tokens, p.ulysses, p.causal)
-    ref = reference_attention(q, k, v, p.causal)
+    ref = plain_attention(p.seq, p.heads, p.kv_heads, p.head_dim, p.seed, p.causal)
     error = float(np.abs(result.output - ref).max())
     sent = [0] * p.cp
     for step in result.steps:
@@ -196,7 +222,7 @@ def simulate(p: ContextParallelParams) -> ContextParallelTrace:
                               tuple(int(x) for x in result.q_heads[r]),
                               tuple(int(x) for x in result.kv_heads[r]))
                   for r in range(p.cp))
-    for array in (q, k, v, ref):
+    for array in (q, k, v):
         readonly(array)
     return ContextParallelTrace(p, q, k, v, readonly(result.output), ref, error, ranks,
                                 frames_of(p, result, error, sent), result, at_scale(p))

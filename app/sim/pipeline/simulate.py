@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import orjson
 
+from app.caches import TRACES, memoised
 from app.sim.pipeline.captions import PipelineFrame, make_frames
 from app.draw.fmt import sig4
 from app.sim.pipeline.to_json import trace_json
@@ -245,11 +246,24 @@ class Curve:
 
 @lru_cache(maxsize=32)
 def bubble_curves(ranks: int, interleaved_chunks: int, times: Times) -> tuple[Curve, ...]:
-    """Bubble fraction against m for every schedule, each point a full simulation."""
-    curves = []
+    """Bubble fraction against m for every schedule, each point a full simulation: the timing
+    pass of the point's schedule with ``times``. The order of every schedule's passes is built
+    from (schedule, ranks, m, chunks) alone — no schedule here reorders its passes by their
+    durations — so the schedules, their dense form and their links are kept per (ranks,
+    chunks) (:func:`curve_schedules`) and a move of t_f, t_b, t_w or t_comm only re-times them."""
+    return tuple(Curve(name, v, ms, tuple(
+        timeline(schedule, times, flat, links, method="worklist").bubble_fraction
+        for schedule, flat, links in points))
+        for name, v, ms, points in curve_schedules(ranks, interleaved_chunks))
+
+
+@memoised(TRACES)
+def curve_schedules(ranks: int, interleaved_chunks: int) -> tuple:
+    """Per schedule: (name, chunks, the m of its points, per point (schedule, flat, links))."""
+    out = []
     for name, kind in SCHEDULE_KINDS.items():
         v = kind.chunks or interleaved_chunks
-        ms, bubbles = [], []
+        ms, points = [], []
         for m in CURVE_MICROBATCHES:
             if infeasible(name, ranks, m, v) is not None and m > ranks:
                 m = round(m / ranks) * ranks       # interleaved: a whole number of rounds
@@ -258,7 +272,8 @@ def bubble_curves(ranks: int, interleaved_chunks: int, times: Times) -> tuple[Cu
             if infeasible(name, ranks, m, v) is None and (not ms or m > ms[-1]):
                 ms.append(m)
                 # a point is small (CURVE_PASSES): one rank at a time beats numpy rounds
-                bubbles.append(timeline(build(name, ranks, m, v), times,
-                                        method="worklist").bubble_fraction)
-        curves.append(Curve(name, v, tuple(ms), tuple(bubbles)))
-    return tuple(curves)
+                schedule = build(name, ranks, m, v)
+                flat = Flat.of(schedule)
+                points.append((schedule, flat, communication(schedule, flat)))
+        out.append((name, v, tuple(ms), tuple(points)))
+    return tuple(out)
