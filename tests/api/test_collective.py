@@ -117,10 +117,11 @@ def test_page_and_fragment(client):
 def test_page_renders_the_frame_in_the_url(client):
     text = client.get("/collective?world=4&count=8&frame=3").text
     assert 'data-current="3"' in text
-    assert '<g class="frame current step" data-frame="3">' in text
+    assert '<g class="frame current step" data-frame="3" data-unit="reduce-scatter, round 3 of 3">' in text
     deck, later = text.split('<template class="deck-later">')
     assert 'data-frame="4"' not in deck
-    assert '<g class="frame step" data-frame="4" data-markup=\'<' in later  # its elements as text
+    assert ('<g class="frame step" data-frame="4" data-unit="all-gather, round 1 of 3" '
+            'data-markup=\'<' in later)  # its elements as text
     assert client.get("/collective?frame=99").status_code == 200  # a page shows the nearest step
     assert client.get("/svg/collective?frame=99").status_code == 422
 

@@ -259,8 +259,11 @@ UNITS = {
     "moe": r"MoE layer stage \d+ of 7: .+",
     "pipeline": r"before the first pass|t = [\d.]+ of [\d.]+: (warm-up|steady state|cool-down|done)",
     "planner": r"every mix|the Pareto front|the best mix's budget",
+    "collective": r"before the collective|[a-z -]+, round \d+ of \d+",
+    "context-parallel": r"who holds what|ring step \d+ of \d+|all-to-all(, sequence → heads| back, "
+                        r"heads → sequence)|all-gather of K/V, \d+ of \d+|attend locally|the result",
 }
-NO_UNIT_YET = {"collective", "context-parallel"}
+NO_UNIT_YET: set[str] = set()
 
 
 @pytest.mark.parametrize("slug", [

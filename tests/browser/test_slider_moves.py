@@ -72,7 +72,7 @@ def test_a_state_shown_before_comes_back_without_a_request(page):
     # the swapped-in stage is a live one: the player steps it
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 1 of 8"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 8 · reduce-scatter, round 1 of 4"
 
 
 def test_the_next_states_of_a_drag_are_fetched_ahead(page):
@@ -88,7 +88,7 @@ def test_the_next_states_of_a_drag_are_fetched_ahead(page):
     move(page, WORLD, 7, "7 ranks")
     assert not [url for kind, url in seen if kind == "xhr"], seen
     expect(page).to_have_url(re.compile(r"world=7"))
-    assert page.locator("[data-position]").inner_text() == "step 0 of 12"
+    assert page.locator("[data-position]").inner_text() == "step 0 of 12 · before the collective"
 
 
 def test_a_guess_moves_the_dependent_sliders_as_the_form_does(page):

@@ -95,6 +95,7 @@ class FrameView:
     header: str
     cells: tuple[Cell, ...]
     arrows: tuple[Arrow, ...]
+    unit: str = ""   # what this step is, for the player ("reduce-scatter, round 2 of 7")
 
 
 @dataclass(frozen=True)
@@ -367,6 +368,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     frames = []
     links: dict = {}  # (src, dst, lane) → arrow geometry: a schedule uses the same few links
     n_steps = len(trace.frames) - 1
+    phases = [f.phase for f in trace.frames]
     for k in range(last + 1):
         frame = trace.frames[k]
         if k == 0:
@@ -376,6 +378,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
                      tuple(cell(r, c, 0, (0, 0)) for r in range(n) for c in range(len(columns))))
             arrows: tuple[Arrow, ...] = ()
             header = "Before the collective"
+            unit = "before the collective"
         else:
             changed = ((values[k] != values[k - 1]) | (filled[k] != filled[k - 1])
                        | (sources[k] != sources[k - 1]))  # (world, buffer_len)
@@ -389,7 +392,11 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
                            for r, c in where))
             arrows = _arrows(trace, k, lanes, radius, links)
             header = f"Step {k} of {n_steps} · {frame.phase}"
-        frames.append(FrameView(k, header, cells, arrows))
+            # the round within its phase: a ring all-reduce is n − 1 rounds of reduce-scatter,
+            # then n − 1 of all-gather
+            unit = (f"{frame.phase}, round {phases[:k + 1].count(frame.phase)} of "
+                    f"{phases.count(frame.phase)}")
+        frames.append(FrameView(k, header, cells, arrows, unit))
 
     # a label every row while 16-unit type fits in one (12 px at 960 px wide), else every 2nd,
     # 4th or 8th row: fewer labels at a legible size, never shrunken ones

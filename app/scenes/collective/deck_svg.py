@@ -124,7 +124,7 @@ def _frame(deck: Deck, frame, current: int, standalone: bool,
            arrows: dict | None = None) -> list[str]:
     index = frame.index
     css = "frame" + (" current" if index == current else "") + (" step" if index else "")
-    out = [f'<g class="{css}" data-frame="{index}">']
+    out = [f'<g class="{css}" data-frame="{index}" data-unit="{escape(frame.unit)}">']
     for c in () if deck.merged else frame.cells:
         tip = f' data-tip="{escape(c.tip)}"' if c.tip and not standalone else ""
         box = f'x="{c.x}" y="{c.y}" width="{c.w}" height="{c.h}" rx="3"'

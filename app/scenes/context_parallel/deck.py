@@ -90,6 +90,7 @@ class FrameView:
     items: tuple
     current: tuple = ()          # drawn only while the frame is current (outlines)
     arrows: tuple[Arrow, ...] = ()
+    unit: str = ""               # what this step is, for the player ("ring step 2 of 4")
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ class CpDeck:
 def deck_title(p) -> str:
     extra = f" (u {p.ulysses})" if p.method == "hybrid" else ""
     return (f"{METHOD_NAMES[p.method]}{extra} · cp {p.cp} · {p.seq} tokens · "
-            f"{'causal' if p.causal else 'full'} · {p.balance}")
+            f"{'causal' if p.causal else 'full'} · "
+            f"{'zigzag chunks' if p.balance == 'zigzag' else 'contiguous chunks'}")
 
 
 def _num(x) -> str:
@@ -229,9 +231,16 @@ def build_deck(trace) -> CpDeck:
                 current.append(Path(d, cls="changed-box"))
         done += np.array(step.unmasked)
         items += _rank_panel(p, trace, k, done)
-        frames.append(FrameView(k, _header(p, trace, k), tuple(items), tuple(current),
-                                tuple(_arrows(p, frame))))
+        header = _header(p, trace, k)
+        frames.append(FrameView(k, header, tuple(items), tuple(current),
+                                tuple(_arrows(p, frame)), _unit(header)))
     return CpDeck(WIDTH, HEIGHT, deck_title(p), tuple(frames))
+
+
+def _unit(header: str) -> str:
+    """The player's name for a step: the header without its "Step k: " ("ring step 2 of 4",
+    "all-to-all, sequence → heads"); step 0 is "who holds what"."""
+    return header.split(": ", 1)[1] if ": " in header else header
 
 
 def _header(p, trace, k: int) -> str:

@@ -35,7 +35,7 @@ def render(deck: CpDeck, current: int, *, standalone: bool = False,
 
 def _frame(f: FrameView, current: int, standalone: bool) -> list[str]:
     css = "frame" + (" current" if f.index == current else "") + (" step" if f.index else "")
-    out = [f'<g class="{css}" data-frame="{f.index}">']
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
     out += [_item(item, standalone) for item in f.items]
     if not standalone or f.index == current:
         out.append('<g class="only-current">')
