@@ -217,6 +217,8 @@ def build_deck(trace) -> CpDeck:
     mat = _Matrix(p, trace)
     frames = []
     done = np.zeros(p.cp, dtype=np.int64)
+    # each rank's scores over the whole layer: drawn dashed from step 0 (the work to come)
+    total = np.sum([np.array(f.source.unmasked) for f in trace.frames], axis=0, dtype=np.int64)
     for k, frame in enumerate(trace.frames):
         items: list = []
         current: list = []
@@ -230,7 +232,7 @@ def build_deck(trace) -> CpDeck:
                 items.append(Path(d, fill=colour, cls="filled" if mat.cell >= 8 else ""))
                 current.append(Path(d, cls="changed-box"))
         done += np.array(step.unmasked)
-        items += _rank_panel(p, trace, k, done)
+        items += _rank_panel(p, trace, k, done, total)
         header = _header(p, trace, k)
         frames.append(FrameView(k, header, tuple(items), tuple(current),
                                 tuple(_arrows(p, frame)), _unit(header)))
@@ -263,7 +265,7 @@ def _row_y(p, i: int) -> tuple[float, float]:
     return RY0 + i * h, h
 
 
-def _rank_panel(p, trace, k: int, done: np.ndarray) -> list:
+def _rank_panel(p, trace, k: int, done: np.ndarray, total: np.ndarray) -> list:
     frame = trace.frames[k]
     items: list = [Rect(RX0 - 10, COVER_TOP, WIDTH - RX0 + 10, HEIGHT - COVER_TOP,
                         cls="panel-bg")]
@@ -285,7 +287,7 @@ def _rank_panel(p, trace, k: int, done: np.ndarray) -> list:
     if p.cp > DETAIL_RANKS:
         y, _ = _row_y(p, 3)
         items.append(Text(RX0 + 80, y + 21, f"⋮  ranks 3 … {p.cp - 2} alike", cls="muted"))
-    items += _bars(p, done)
+    items += _bars(p, done, total)
     return items
 
 
@@ -326,14 +328,27 @@ def _doing(p, trace, frame, rf) -> str:
     return f"K/V of rank {rf.kv_block}: {rf.unmasked_scores:,} scores"
 
 
-def _bars(p, done: np.ndarray) -> list:
-    items: list = [Text(BX0 - 80, BY0 - 8, "scores computed so far, per rank", cls="muted")]
-    most = max(int(done.max()), 1)
+def _bars(p, done: np.ndarray, total: np.ndarray) -> list:
+    """Each rank's scores so far, over a dashed outline of all it will compute (so step 0
+    already shows how the work will split: with contiguous chunks and a causal mask the last
+    rank's outline is cp× the first's)."""
+    dashed = " · dashed: to come" if p.cp <= 16 or not done.any() else ""
+    items: list = [Text(BX0 - 80, BY0 - 8, f"scores per rank{dashed}", cls="muted")]
+    most = max(int(total.max()), 1)
     w = (BX1 - BX0) / p.cp
-    for r, work in enumerate(done.tolist()):       # Python ints: the same quotients, faster
+    # what is still to come, above each bar, as one path (64 ranks × 66 frames of rectangles
+    # would weigh 0.4 MB); a rank that is done has none
+    scale = (BY1 - BY0) / most
+    items.append(Path("".join(
+            f"M{coord(BX0 + r * w + w * 0.1)} {coord(BY1 - scale * work)}"
+            f"v{coord(-scale * (whole - work))}h{coord(w * 0.8)}v{coord(scale * (whole - work))}"
+            for r, (work, whole) in enumerate(zip(done.tolist(), total.tolist()))
+            if whole > work), cls="empty"))
+    for r, (work, whole) in enumerate(zip(done.tolist(), total.tolist())):
+        x = BX0 + r * w + w * 0.1                  # Python ints: the same quotients, faster
         h = (BY1 - BY0) * work / most
         if h > 0:
-            items.append(Rect(BX0 + r * w + w * 0.1, BY1 - h, w * 0.8, h,
+            items.append(Rect(x, BY1 - h, w * 0.8, h,
                               fill=rank_colour(r, p.cp), tip=f"rank {r}: {work:,}"))
     items.append(Path(f"M{BX0} {BY1}H{BX1}", cls="axis"))
     items.append(Text(BX0 - 8, BY1, "0", anchor="end", cls="muted"))
@@ -344,11 +359,12 @@ def _bars(p, done: np.ndarray) -> list:
     else:
         items += [Text(BX0 + (r + 0.5) * w, BY1 + 20, str(r), anchor="middle", cls="muted")
                   for r in range(p.cp)]
-    spread = int(done.max()) / max(int(done.min()), 1)
-    if done.min() > 0 and spread > 1.001:
-        items.append(Text(BX1, BY0 - 8, f"busiest / idlest = {spread:.2g}×", anchor="end",
+    shares = done if done.min() > 0 else total    # before any work: the split to come
+    spread = int(shares.max()) / max(int(shares.min()), 1)
+    if shares.min() > 0 and spread > 1.001:
+        items.append(Text(BX1, BY0 - 8, f"busiest / idlest: {spread:.2g}×", anchor="end",
                           weight=700))
-    elif done.min() > 0:
+    elif shares.min() > 0:
         items.append(Text(BX1, BY0 - 8, "balanced", anchor="end", weight=700))
     return items
 
