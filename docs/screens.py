@@ -5,6 +5,7 @@
 
 Each is scaled down and reduced to 256 colours with Pillow so it stays under 150 KB.
 Run against a live server:  PYTHONPATH=. .venv/bin/python docs/screens.py http://127.0.0.1:8000
+(followed by scene slugs to take only those)
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def small_png(png: bytes, width: int) -> bytes:
     return out.getvalue()
 
 
-def main(base: str) -> None:
+def main(base: str, only: tuple[str, ...] = ()) -> None:
     OUT.mkdir(exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
@@ -52,7 +53,7 @@ def main(base: str) -> None:
             context = browser.new_context(viewport={"width": w, "height": h}, has_touch=touch,
                                           is_mobile=touch)
             page = context.new_page()
-            for scene in SCENES:
+            for scene in (s for s in SCENES if not only or s.slug in only):
                 page.goto(base + path.format(slug=scene.slug))
                 page.wait_for_load_state("load")
                 png = page.screenshot()
@@ -64,4 +65,4 @@ def main(base: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000")
+    main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000", tuple(sys.argv[2:]))
