@@ -91,11 +91,16 @@ fetched every state one change away (ShardscopeStage.settled())."""
 SETTLED = "() => !!(window.ShardscopeStage && ShardscopeStage.settled() && performance.now() > 800)"
 
 
-def read_page(page) -> float:
+LOOK_S = 1.5
+"""How long a person looks at a new figure before clicking the next chip, at most (the bench
+moves on sooner once the page has fetched the states one change away)."""
+
+
+def read_page(page, most_s: float = READING_S) -> float:
     """Wait as a reading person does (see READING_S); the seconds waited."""
     import time
     t0 = time.monotonic()
-    while time.monotonic() - t0 < READING_S and not page.evaluate(SETTLED):
+    while time.monotonic() - t0 < most_s and not page.evaluate(SETTLED):
         time.sleep(0.1)
     return time.monotonic() - t0
 
@@ -170,19 +175,25 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
             page = context.new_page()
             sizes, foreign, asked = [], [], []
 
+            ahead = []
+
             def finished(request):
-                sizes.append(request.sizes())
+                # the page and its assets; the states it then fetches at rest are counted apart
+                if "x-fetch-ahead" in request.headers:
+                    ahead.append(request.sizes()["responseBodySize"])
+                else:
+                    sizes.append(request.sizes())
 
             page.on("requestfinished", finished)
             page.on("request", lambda r: foreign.append(r.url)
                     if not r.url.startswith((base, "data:", "about:")) else None)
-            page.goto(f"{base}/{scene.slug}", wait_until="networkidle")
-            # the first load's sizes only: asking the browser for each request's sizes is a
-            # round trip that would otherwise load the machine during the slider moves
+            page.goto(f"{base}/{scene.slug}", wait_until="load")
+            read_s = read_page(page)
+            # asking the browser for each request's sizes is a round trip that would otherwise
+            # load the machine during the slider moves
             page.remove_listener("requestfinished", finished)
             transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in sizes)
             requests = len(sizes)
-            read_s = read_page(page)
             fetched_at_rest = page.evaluate("() => ShardscopeStage.keptCount()")
             times, jumped, values, start = [], [], [], None
             draggable = scene_draggable(scene)
@@ -204,9 +215,11 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
                     jumped = page.evaluate(MEASURE_MOVES, {"selector": selector,
                                                            "values": targets})
                     track = len(jumped)
-            # a person looks at where the track took them before clicking a chip
-            read_page(page)
-            jumped += page.evaluate(MEASURE_CLICKS, {"selectors": chip_selectors(page)})
+            # a person looks at where the track took them before clicking a chip, and at each
+            # chip's figure before the next
+            for chip in chip_selectors(page):
+                read_page(page, LOOK_S)
+                jumped += page.evaluate(MEASURE_CLICKS, {"selectors": [chip]})
             results[scene.slug] = {
                 "first_load_bytes": transferred, "first_load_requests": requests,
                 "foreign_requests": len(foreign), "slider": scene.key_slider,
@@ -217,7 +230,7 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
                 "jump_p50_ms": percentile(jumped, 50) if jumped else None,
                 "jump_p95_ms": percentile(jumped, 95) if jumped else None,
                 "jumps_from_server": len(asked), "read_s": read_s,
-                "fetched_at_rest": fetched_at_rest}
+                "fetched_at_rest": fetched_at_rest, "fetched_at_rest_bytes": sum(ahead)}
             context.close()
         browser.close()
     return results

@@ -164,8 +164,10 @@ def table(r: dict) -> str:
         if slug.startswith("_"):
             continue
         kb = m["first_load_bytes"] / 1000
+        rest = (f" (then, while it is read, {m['fetched_at_rest']} states one change away: "
+                f"{m['fetched_at_rest_bytes'] / 1000:.0f} KB)" if m.get("fetched_at_rest") else "")
         rows.append(f"| first load of `/{slug}`: transferred, requests to other origins | "
-                    f"< 200 KB, 0 | {kb:.0f} KB in {m['first_load_requests']} requests, "
+                    f"< 200 KB, 0 | {kb:.0f} KB in {m['first_load_requests']} requests{rest}, "
                     f"{m['foreign_requests']} "
                     f"{mark(m['first_load_bytes'] < b['first_load_bytes'] and not m['foreign_requests'])} |")
     v = r["verify"]

@@ -256,8 +256,8 @@
   // no guess reached; rendering it on the spot costs the server 15–200 ms. The states one
   // change away from where the form rests are a small set, so they are fetched, one at a time,
   // while a person reads (stage.js stops asking the moment they move): first the key slider's
-  // nearest positions, then one step of every other slider and every other choice of each
-  // chip row and list, then the rest of the key slider's track, nearest first, up to
+  // nearest positions, then every other choice of each chip row and list, then one step of
+  // every other slider, then the rest of the key slider's track, nearest first, up to
   // KEY_POSITIONS positions each way.
   var KEY_POSITIONS = 64;
 
@@ -295,10 +295,6 @@
     var key = keySlider(form);
     var track = key ? interleave(aheadUrls(key, 1, KEY_POSITIONS), aheadUrls(key, -1, KEY_POSITIONS)) : [];
     add(track.slice(0, 4));
-    var ranges = form.querySelectorAll('input[type="range"]');
-    ranges.forEach(function (slider) {
-      if (slider !== key && !slider.disabled) add(aheadUrls(slider, 1, 1).concat(aheadUrls(slider, -1, 1)));
-    });
     var inputs = form.querySelectorAll("input, select");
     Array.prototype.forEach.call(inputs, function (el, index) {
       if (el.disabled) return;
@@ -318,6 +314,10 @@
           })]);
         });
       }
+    });
+    var ranges = form.querySelectorAll('input[type="range"]');
+    ranges.forEach(function (slider) {
+      if (slider !== key && !slider.disabled) add(aheadUrls(slider, 1, 1).concat(aheadUrls(slider, -1, 1)));
     });
     add(track.slice(4));
     copyOf(form);  // the copy back to the live form's state

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from app.sim.planner.params import PlannerParams
 from app.sim.planner.published import RUNS, Run
@@ -64,7 +64,10 @@ def compare(run: Run) -> Comparison:
 
 
 @lru_cache(maxsize=1)
+@cache
 def published() -> tuple[Comparison, ...]:
+    """The published runs against the planner (constants in, so computed once per process:
+    every planner page shows them, and they are seven searches)."""
     return tuple(compare(r) for r in RUNS)
 
 
