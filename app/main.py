@@ -10,12 +10,14 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.caches import fix_mmap_threshold
 from app.course import CHAPTERS, INTROS
 from app.jobs.runner import JobRunner
 from app.routes.answers import KnownAnswers
+from app.sim.planner.simulate import published
 from app.routes.export import export_router
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
@@ -153,6 +155,9 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # the planner's published runs (seven searches, ~0.3 s, the same on every planner
+        # page) are compared before the first request, not during it
+        await run_in_threadpool(published)
         yield
         runner.shutdown()  # no worker outlives the server
 
