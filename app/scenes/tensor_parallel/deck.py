@@ -76,41 +76,30 @@ def _lanes(tp: int) -> tuple[tuple[float, float], ...]:
                  for r in range(tp))
 
 
-def _headers(trace: TensorParallelTrace) -> list[str]:
+def _names(trace: TensorParallelTrace) -> tuple[list[str], list[str]]:
+    """Each step's deck header ("Forward 1/2 · column-parallel matmul:  Y = XA", the formula
+    dropped when it would not fit beside the title) and its name for the player's position
+    text ("forward 1 of 2: column-parallel matmul", "backward 3 of 4: all-reduce", "check:
+    gradients")."""
     steps = trace.result.steps
     totals = {p: sum(1 for s in steps if s.pass_ == p) for p in ("forward", "backward")}
     seen = {"forward": 0, "backward": 0}
-    out = []
+    headers, units = [], []
     for s in steps:
         if s.pass_ in seen:
             seen[s.pass_] += 1
             head = f"{s.pass_.capitalize()} {seen[s.pass_]}/{totals[s.pass_]} · {s.title}"
+            units.append(f"{s.pass_} {seen[s.pass_]} of {totals[s.pass_]}: {s.title}")
         elif s.kind == "check":
             head = f"Check · {s.title}"
+            units.append(f"check: {s.title}")
         else:
             head = "Before · what each rank holds"
+            units.append("before the forward pass")
         full = head + (f":  {s.formula}" if s.formula else "")
         # the header shares the top line with the deck's title: drop the formula if too long
-        out.append(full if len(full) * HEADER_EM * HEADER_FONT <= HEADER_ROOM else head)
-    return out
-
-
-def _units(trace: TensorParallelTrace) -> list[str]:
-    """What each step is, for the player's position text: "forward 1 of 2: column-parallel
-    matmul", "backward 3 of 4: all-reduce", "check: gradients"."""
-    steps = trace.result.steps
-    totals = {p: sum(1 for s in steps if s.pass_ == p) for p in ("forward", "backward")}
-    seen = {"forward": 0, "backward": 0}
-    out = []
-    for s in steps:
-        if s.pass_ in seen:
-            seen[s.pass_] += 1
-            out.append(f"{s.pass_} {seen[s.pass_]} of {totals[s.pass_]}: {s.title}")
-        elif s.kind == "check":
-            out.append(f"check: {s.title}")
-        else:
-            out.append("before the forward pass")
-    return out
+        headers.append(full if len(full) * HEADER_EM * HEADER_FONT <= HEADER_ROOM else head)
+    return headers, units
 
 
 def build_deck(trace: TensorParallelTrace, only: int | None = None) -> Deck:
@@ -120,7 +109,7 @@ def build_deck(trace: TensorParallelTrace, only: int | None = None) -> Deck:
     colour = source_colour(tp)
     boxes, flow_arrows, index = _flow(trace)
     lanes = _lanes(tp)
-    headers, units = _headers(trace), _units(trace)
+    headers, units = _names(trace)
     frames = []
     for k, step in enumerate(trace.result.steps):
         if only is not None and k != only:
