@@ -18,17 +18,28 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
 
-# One move: set the slider, fire `input` as a drag does, and stop the clock when htmx has
-# swapped the new stage in and the browser has painted it: the next animation frame renders it,
-# and a task queued from that frame runs once the frame is painted.
-MEASURE_MOVES = """
+# When htmx has swapped new content into ``el`` and the browser has painted it: the next
+# animation frame renders it, and a task queued from that frame runs once the frame is painted.
+# Every measuring script below starts with it (`with_painted`).
+PAINTED = """const paintedAfter = el => new Promise(resolve => el.addEventListener("htmx:afterSettle",
+    () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0)),
+    {once: true}));"""
+
+
+def with_painted(script: str) -> str:
+    """``script`` (an async arrow function's source) with :data:`PAINTED` at its top."""
+    head, body = script.split("=> {", 1)
+    return f"{head}=> {{\n  {PAINTED}{body}"
+
+
+# One move: set the slider, fire `input` as a drag does, and stop the clock when the new stage
+# is painted.
+MEASURE_MOVES = with_painted("""
 async ({selector, values}) => {
   const times = [];
   for (const v of values) {
     const slider = document.querySelector(selector);
-    const painted = new Promise(resolve => document.body.addEventListener("htmx:afterSettle",
-      () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0)),
-      {once: true}));
+    const painted = paintedAfter(document.body);
     const t0 = performance.now();
     slider.value = String(v);
     slider.dispatchEvent(new Event("input", {bubbles: true}));
@@ -37,22 +48,20 @@ async ({selector, values}) => {
   }
   return times;
 }
-"""
+""")
 
 
 # The floor: the same htmx round trip and repaint for a fragment of a few elements (the site's
 # favicon, a static file swapped into a small box), so the figures can be read against what this
 # machine's browser needs for any swap at all.
-MEASURE_FLOOR = """
+MEASURE_FLOOR = with_painted("""
 async ({moves}) => {
   const box = document.createElement("div");
   box.id = "bench-floor";
   document.querySelector("main").prepend(box);
   const times = [];
   for (let i = 0; i < moves; i++) {
-    const painted = new Promise(resolve => box.addEventListener("htmx:afterSettle",
-      () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0)),
-      {once: true}));
+    const painted = paintedAfter(box);
     const t0 = performance.now();
     htmx.ajax("GET", "/static/favicon.svg?n=" + (i % 9), {target: "#bench-floor", swap: "innerHTML"});
     times.push(await painted - t0);
@@ -61,19 +70,17 @@ async ({moves}) => {
   box.remove();
   return times;
 }
-"""
+""")
 
 
 # One click on each of ``selectors`` (a chip: a radio's label), timed as a move.
-MEASURE_CLICKS = """
+MEASURE_CLICKS = with_painted("""
 async ({selectors}) => {
   const times = [];
   for (const sel of selectors) {
     const radio = document.querySelector(sel);
     if (!radio || radio.disabled || radio.checked) continue;
-    const painted = new Promise(resolve => document.body.addEventListener("htmx:afterSettle",
-      () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0)),
-      {once: true}));
+    const painted = paintedAfter(document.body);
     const t0 = performance.now();
     radio.click();
     times.push(await painted - t0);
@@ -81,7 +88,7 @@ async ({selectors}) => {
   }
   return times;
 }
-"""
+""")
 
 READING_S = 12.0
 """How long the bench leaves a freshly opened page alone before it moves a slider, at most: a

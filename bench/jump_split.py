@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from bench.browser import control_selector, jump_values, launch, scene_draggable
+from bench.browser import control_selector, jump_values, launch, scene_draggable, with_painted
 
 NO_FETCH_AHEAD = """
 Object.defineProperty(window, "ShardscopeStage", {configurable: true,
@@ -23,7 +23,7 @@ Object.defineProperty(window, "ShardscopeStage", {configurable: true,
 """
 
 # One jump, split. The Resource Timing entry is read after the paint (it is queued by then).
-MEASURE_SPLIT = """
+MEASURE_SPLIT = with_painted("""
 async ({selector, values}) => {
   const out = [];
   for (const v of values) {
@@ -36,9 +36,7 @@ async ({selector, values}) => {
     on("htmx:beforeRequest", "request");
     on("htmx:beforeSwap", "response");
     on("htmx:afterSwap", "swapped");
-    const painted = new Promise(resolve => document.body.addEventListener("htmx:afterSettle",
-      () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0)),
-      {once: true}));
+    const painted = paintedAfter(document.body);
     const t0 = performance.now();
     slider.value = String(v);
     slider.dispatchEvent(new Event("input", {bubbles: true}));
@@ -63,7 +61,7 @@ async ({selector, values}) => {
   }
   return out;
 }
-"""
+""")
 
 PARTS = ("before_request", "server", "network", "download", "htmx", "swap", "layout_paint")
 
