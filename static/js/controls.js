@@ -247,8 +247,8 @@
     return urls;
   }
 
-  function fetchAhead(urls) {
-    if (window.ShardscopeStage) window.ShardscopeStage.fetchAhead(urls);
+  function fetchAhead(urls, back) {
+    if (window.ShardscopeStage) window.ShardscopeStage.fetchAhead(urls, back);
   }
 
   // -- the states one change away, fetched while the page rests --------------------------------
@@ -360,7 +360,7 @@
     form.addEventListener("stage:answered", function () {
       requestAnimationFrame(function () {
         setTimeout(function () {
-          if (moved) fetchAhead(aheadUrls(moved, pace, 2));
+          if (moved) fetchAhead(aheadUrls(moved, pace, 2), aheadUrls(moved, -pace, 1));
         }, 0);
       });
       planAtRest();

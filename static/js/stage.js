@@ -37,11 +37,79 @@
     if (old) { keptChars -= old.html.length; kept.delete(url); }  // most recent last
     kept.set(url, {html: html, status: status || 200});
     keptChars += html.length;
+    if (wantTrees.indexOf(url) >= 0) makeTrees();
     while (kept.size > 1 && (keptChars > KEEP_CHARS || kept.size > KEEP_STATES)) {
       var oldest = kept.keys().next().value;
       keptChars -= kept.get(oldest).html.length;
       kept.delete(oldest);
     }
+  }
+
+  // -- states made ready to show ---------------------------------------------------------------
+  // Parsing a stage's markup (50–300 KB) costs 4–6 ms here, htmx's own parse more; a tree parsed
+  // ahead of time (into a template, adopted by this document, its scripts removed as htmx
+  // removes them) is inserted by htmx's swap in about 2 ms. The states a move is likely to reach
+  // next are made ready while the page waits between moves: where a drag goes and where it came
+  // from, and the nearest states one change away. A tree is shown once (the player then changes
+  // it), so it is made again if wanted again; at most READY_TREES are held.
+  var READY_TREES = 6;
+  var trees = new Map(), wantTrees = [], making = null;
+
+  function makeTree(html) {
+    var template = document.createElement("template");
+    template.innerHTML = html;
+    var tree = document.adoptNode(template.content);
+    tree.querySelectorAll("script").forEach(function (script) { script.remove(); });
+    return tree;
+  }
+
+  function takeTree(url) {
+    var tree = trees.get(url) || null;
+    trees.delete(url);
+    return tree;
+  }
+
+  function expectTrees(urls) {
+    wantTrees = urls.slice(0, READY_TREES);
+    var wanted = new Set(wantTrees);
+    trees.forEach(function (tree, url) { if (!wanted.has(url)) trees.delete(url); });
+    makeTrees();
+  }
+
+  function makeTrees() {
+    if (making) return;
+    var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 1); };
+    making = idle(function () {
+      making = null;
+      var url = wantTrees.find(function (u) { return kept.has(u) && !trees.has(u); });
+      if (!url) return;
+      trees.set(url, makeTree(kept.get(url).html));
+      makeTrees();  // one tree an idle period
+    }, {timeout: 200});
+  }
+
+  // A kept state's tree swapped in as htmx's outerHTML swap would (the element focused inside
+  // the stage focused again, htmx's afterSwap, load and afterSettle events), except that htmx
+  // processes only the elements that carry its attributes (a stage's verify forms and job boxes)
+  // instead of walking the whole stage, its thousands of deck elements included: 3 ms a move.
+  var HTMX_ELEMENTS = "[hx-get], [hx-post], [data-hx-get], [data-hx-post]";
+
+  function swapStage(target, tree) {
+    var active = document.activeElement;
+    var focused = active && active !== target && target.contains(active) ? active.id : "";
+    var stage = tree.querySelector("#stage") || tree.firstElementChild;
+    target.replaceWith(tree);
+    stage.querySelectorAll(HTMX_ELEMENTS).forEach(function (el) { htmx.process(el); });
+    var again = focused && document.getElementById(focused);
+    if (again) again.focus({preventScroll: true});
+    htmx.trigger(stage, "htmx:afterSwap", {target: stage});
+    htmx.trigger(stage, "htmx:load", {elt: stage});
+    htmx.trigger(stage, "htmx:afterSettle", {target: stage});
+  }
+
+  // `then` once the frame that follows has been painted
+  function afterPaint(then) {
+    requestAnimationFrame(function () { setTimeout(then, 0); });
   }
 
   // Two queues, fetched one request at a time so that a person's own move is answered first:
@@ -57,8 +125,11 @@
     return url && !kept.has(url) && !(fetching && fetching.url === url);
   }
 
-  function fetchAhead(urls) {
+  // `urls`: the states a drag is about to reach, nearest first; `back`: where it came from
+  // (kept already), made ready too
+  function fetchAhead(urls, back) {
     ahead = urls.filter(wanted);
+    expectTrees(urls.concat(back || []));
     next();
   }
 
@@ -81,6 +152,7 @@
       kept.delete(entry[0]);
     }
     restful = urls.filter(wanted);
+    expectTrees(urls);
     next();
   }
 
@@ -147,8 +219,11 @@
     shown = url;
     var target = detail.target;
     prepare(target);
-    htmx.swap(target, state.html, {swapStyle: "outerHTML", swapDelay: 0, settleDelay: 0});
-    window.history.pushState({htmx: true}, "", url);  // as hx-push-url does
+    swapStage(target, takeTree(url) || makeTree(state.html));
+    // as hx-push-url does, once the new stage is painted: a same-document navigation costs
+    // Chromium 3–5 ms here (it fetches and decodes the favicon again), which would otherwise
+    // delay the frame that shows the move
+    afterPaint(function () { window.history.pushState({htmx: true}, "", url); });
     answered(detail, url);
   }
 
@@ -260,6 +335,7 @@
 
   window.ShardscopeStage = {fetchAhead: fetchAhead, fetchAtRest: fetchAtRest, willPlan: willPlan,
                             settled: settled,
+                            readyUrls: function () { return Array.from(trees.keys()); },
                             keptUrls: function () { return Array.from(kept.keys()); },
                             keptCount: function () { return kept.size; }};
 })();
