@@ -28,6 +28,14 @@ def test_a_stage_fragment_may_be_kept_the_page_may_not(client, slug):
     assert {v.strip().lower() for v in page.headers["vary"].split(",")} >= vary
 
 
+@pytest.mark.parametrize("slug", [s.slug for s in SCENES])
+def test_a_stage_fragment_brings_no_style_or_script(client, slug):
+    # a stylesheet added and removed with every slider move restyles the whole page, and htmx
+    # drops a fragment's scripts: what a stage needs is in the page's CSS and scripts
+    fragment = client.get(f"/{slug}", headers=HX).text
+    assert "<style" not in fragment and "<script" not in fragment
+
+
 def test_history_restore_gets_the_whole_page_uncached(client):
     restore = client.get("/collective?world=6",
                          headers={**HX, "HX-History-Restore-Request": "true"})

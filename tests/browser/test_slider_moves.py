@@ -196,9 +196,56 @@ def test_back_and_forward_after_moves_from_memory(page):
     move(page, WORLD, 5, "5 ranks")
     move(page, WORLD, 6, "6 ranks")
     move(page, WORLD, 5, "5 ranks")  # from memory
+    # the address follows once the new stage is painted (stage.js writes it after the frame)
+    expect(page).to_have_url(re.compile(r"world=5"))
     page.go_back()
     expect(page).to_have_url(re.compile(r"world=6"))
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("6 ranks"))
     page.go_forward()
     expect(page).to_have_url(re.compile(r"world=5"))
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("5 ranks"))
+
+
+def test_the_nearest_states_are_parsed_ahead_and_swapped_in_live(page):
+    # at rest the page parses the key slider's nearest states ahead (stage.js `trees`); a move
+    # onto one is swapped in by stage.js itself: the player steps it, its verify form is live
+    # for htmx, and its panels hold the state's numbers once shown
+    page.goto(page.base + "/collective?world=4")
+    settle(page)
+    for _ in range(100):
+        ready = page.evaluate("() => ShardscopeStage.readyUrls()")
+        if any("world=5&" in url for url in ready):
+            break
+        page.wait_for_timeout(100)
+    assert any("world=5&" in url for url in ready), ready
+    seen = stage_requests(page)
+    move(page, WORLD, 5, "5 ranks")
+    assert not [url for kind, url in seen if kind == "xhr"], seen
+    assert not any("world=5&" in url for url in page.evaluate("() => ShardscopeStage.readyUrls()"))
+    expect(page).to_have_url(re.compile(r"world=5"))
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")
+    assert page.locator("[data-position]").inner_text().startswith("step 1 of ")
+    page.locator("#stage .panels").scroll_into_view_if_needed()
+    verify = page.locator("#stage .panel.verify [hx-post]").first
+    expect(verify).to_be_attached()
+    assert page.evaluate("(el) => !!el['htmx-internal-data']", verify.element_handle())
+    fresh = page.context.new_page()
+    fresh.goto(page.base + "/collective?world=5")
+    assert (page.locator("#stage .panel.cost").inner_text()
+            == fresh.locator("#stage .panel.cost").inner_text())
+    fresh.close()
+
+
+def test_panels_out_of_sight_come_in_empty_and_are_filled_at_rest(page):
+    page.goto(page.base + "/collective?world=4")
+    settle(page)
+    page.wait_for_timeout(500)  # the observers have reported where the panels are
+    count = """() => document.querySelectorAll("#stage .panels *").length"""
+    assert page.evaluate(count) > 20
+    assert page.evaluate(MOVE_AND_READ_PANELS, [WORLD, "5"]) == "hidden"   # from memory
+    assert page.evaluate(count) == 0
+    page.evaluate("""(sel) => document.querySelector(sel).dispatchEvent(
+        new Event("change", {bubbles: true}))""", WORLD)
+    assert page.evaluate(count) > 20
+    expect(page.locator("#stage .panel.cost")).to_contain_text("5")
