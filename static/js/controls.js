@@ -258,8 +258,9 @@
   // while a person reads (stage.js stops asking the moment they move): first the key slider's
   // nearest positions, then every other choice of each chip row and list, then one step of
   // every other slider, then the rest of the key slider's track, nearest first, up to
-  // KEY_POSITIONS positions each way.
-  var KEY_POSITIONS = 64;
+  // KEY_POSITIONS positions each way (a track of up to 161 positions is covered whole from its
+  // middle: /precision's gradient scale has 141).
+  var KEY_POSITIONS = 80;
 
   function keySlider(form) {
     var key = document.body.dataset.keySlider;
@@ -420,6 +421,9 @@
     initEmbed(scope);
     markProblems();
   }
+
+  // stage.js asks for the URL of the state a form is at (the one htmx would request)
+  window.ShardscopeForm = {stateUrl: stateUrl};
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:load", function (event) { init(event.detail.elt.ownerDocument || document); });

@@ -29,7 +29,7 @@
   // where a drag goes next, and fetches the states one change away while the page rests), is
   // swapped in from here with htmx's own swap: even an answer from the browser's HTTP cache
   // takes 5–10 ms. Bounded by characters, oldest out first.
-  var KEEP_CHARS = 24e6, KEEP_STATES = 400, REST_CHARS = 0.75 * KEEP_CHARS;
+  var KEEP_CHARS = 36e6, KEEP_STATES = 400, REST_CHARS = 0.75 * KEEP_CHARS;
   var kept = new Map(), keptChars = 0, shown = null;  // shown: the URL of the state on screen
 
   function keep(url, html, status) {
@@ -229,25 +229,50 @@
   }
 
   // A move onto a kept state is answered from memory; one onto the state being fetched ahead
-  // waits for that fetch rather than asking again. htmx ends its own request when its
-  // beforeRequest event is cancelled (hx-sync has cancelled older requests by then).
-  document.addEventListener("htmx:beforeRequest", function (event) {
-    var detail = event.detail;
-    if (!isStageGet(detail)) return;
+  // waits for that fetch rather than asking again. Both are settled when htmx asks to confirm
+  // the request, before it reads the form and builds a request (1.5 ms a move here): the URL
+  // is the one htmx would ask for (controls.js's stateUrl), and the request of an earlier move
+  // still in flight is aborted, as hx-sync="this:replace" would. What is neither goes on to
+  // htmx's request (beforeRequest, where the same check runs once more with htmx's own URL).
+  function fromMemory(detail, url) {
     var move = ++moves;
     lastMove = performance.now();
-    var url = detail.pathInfo.finalRequestPath;
     if (kept.has(url)) {
-      event.preventDefault();
       answer(detail, url, kept.get(url));
-    } else if (fetching && fetching.url === url) {
-      event.preventDefault();
+      return true;
+    }
+    if (fetching && fetching.url === url) {
       fetching.done.then(function () {
         if (move !== moves || !detail.target.isConnected) return;  // moved on meanwhile
         if (kept.has(url)) answer(detail, url, kept.get(url));
         else htmx.trigger(detail.elt, "submit");  // the fetch failed: ask through htmx
       });
+      return true;
+    }
+    moves--;
+    return false;
+  }
+
+  document.addEventListener("htmx:confirm", function (event) {
+    var detail = event.detail;
+    var form = detail.elt;
+    if (!detail.target || detail.target.id !== "stage" || detail.verb !== "get" ||
+        !form || form.tagName !== "FORM" || !window.ShardscopeForm) return;
+    var url = window.ShardscopeForm.stateUrl(form);
+    if (!kept.has(url) && !(fetching && fetching.url === url)) return;
+    event.preventDefault();
+    htmx.trigger(form, "htmx:abort");
+    fromMemory(detail, url);
+  });
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var detail = event.detail;
+    if (!isStageGet(detail)) return;
+    if (fromMemory(detail, detail.pathInfo.finalRequestPath)) {
+      event.preventDefault();
     } else {
+      ++moves;
+      lastMove = performance.now();
       asking++;  // the person's own request: nothing is fetched at rest meanwhile
       askedAt = lastMove;
     }
