@@ -122,3 +122,12 @@ def test_the_nearest_value_with_torchs_double_rounding_beside_it(client):
         assert response.status_code == 200
         f = next(f for f in response.json()["formats"] if f["key"] == key)
         assert f["kind"] == "normal" and f["via_fp32"]["kind"] == "overflow"
+
+
+def test_a_histogram_bar_counts_its_values_in_words(client):
+    # the hover text of a bar says "1 value", not "1 values"
+    import re
+    page = client.get("/precision", headers={"HX-Request": "true"}).text
+    tips = re.findall(r'data-tip="[^"]*: (\d+) (values?)"', page)
+    assert tips and any(n == "1" for n, _ in tips)
+    assert all((word == "value") == (n == "1") for n, word in tips), tips

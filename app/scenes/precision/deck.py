@@ -143,7 +143,7 @@ class Bar(NamedTuple):
 
     @property
     def title(self) -> str:
-        return f"{binade_label(self.e)}: {self.count} values"
+        return f"{binade_label(self.e)}: {values(self.count)}"
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,11 @@ def _bars(h: Histogram, axis: Axis, base: float, height: float, peak: int,
 
 
 @lru_cache(maxsize=512)
+def values(count: int) -> str:
+    """"1 value", "3 values": a bar's count in its hover text."""
+    return f"{count} value" if count == 1 else f"{count} values"
+
+
 def binade_label(e: int) -> str:
     return f"{pow2(e)} ≤ |x| < {pow2(e + 1)}"
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from markupsafe import Markup
 
 from app.scenes.precision.deck import (Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame,
-                                 binade_label)
+                                 binade_label, values)
 from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
 from app.draw.fmt import coord as _n
 from app.draw.fmt import coord2 as _n2
@@ -109,7 +109,7 @@ def _tipped_bars(bars: tuple[Bar, ...]) -> list[str]:
         out.append(f'<g fill="{fill}">')
         w = _n(group[0].w)  # every bar of a histogram is as wide
         out += [f'<rect x="{_n(b.x)}" y="{_n(b.y)}" width="{w}" height="{_n(b.h)}" '
-                f'data-tip="{_binade_tip(b.e)}: {b.count} values"/>' for b in group]
+                f'data-tip="{_binade_tip(b.e)}: {values(b.count)}"/>' for b in group]
         out.append("</g>")
     return out
 
