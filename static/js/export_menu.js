@@ -7,8 +7,12 @@
   document.addEventListener("player:frame", function (event) {
     var root = event.target.closest ? event.target.closest("[data-player]") : null;
     var scope = root || document;
+    var frame = "frame=" + event.detail.frame;
     scope.querySelectorAll("[data-export-frame]").forEach(function (link) {
-      var url = new URL(link.getAttribute("href"), window.location.href);
+      var href = link.getAttribute("href");
+      // a new stage's links are on its first frame already: nothing to write at each move
+      if ((href.match(/[?&](frame=\d+)/) || [])[1] === frame) return;
+      var url = new URL(href, window.location.href);
       url.searchParams.set("frame", String(event.detail.frame));
       link.setAttribute("href", url.pathname + url.search);
     });

@@ -94,9 +94,7 @@
   // instead of walking the whole stage, its thousands of deck elements included: 3 ms a move.
   var HTMX_ELEMENTS = "[hx-get], [hx-post], [data-hx-get], [data-hx-post]";
 
-  function swapStage(target, tree) {
-    var active = document.activeElement;
-    var focused = active && active !== target && target.contains(active) ? active.id : "";
+  function swapStage(target, tree, focused) {
     var stage = tree.querySelector("#stage") || tree.firstElementChild;
     holdPanels(stage);
     target.replaceWith(tree);
@@ -219,8 +217,10 @@
     keep(url, state.html, state.status);
     shown = url;
     var target = detail.target;
+    var active = document.activeElement;  // (before the old stage is emptied)
+    var focused = active && active !== target && target.contains(active) ? active.id : "";
     prepare(target);
-    swapStage(target, takeTree(url) || makeTree(state.html));
+    swapStage(target, takeTree(url) || makeTree(state.html), focused);
     // as hx-push-url does, once the new stage is painted: a same-document navigation costs
     // Chromium 3–5 ms here (it fetches and decodes the favicon again), which would otherwise
     // delay the frame that shows the move
