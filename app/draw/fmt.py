@@ -42,6 +42,15 @@ def sig4(x: float) -> str:
     """A time or size for captions: 3, 4.5, 0.3333."""
     return f"{x:.4g}"
 
+def fixed(value: float, decimals: int) -> str:
+    """``value`` with ``decimals`` decimals and a true minus sign; what rounds to zero is "0.0",
+    never "−0.0"."""
+    text = f"{value:.{decimals}f}"
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return text.replace("-", "−")
+
+
 def caption_number(value: float) -> str:
     """A number as a caption shows it: integers plainly, others with up to 3 significant
     digits; a true minus sign."""

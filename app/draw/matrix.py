@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from markupsafe import Markup, escape
 
+from app.draw.fmt import fixed
 from app.draw.palette import text_on
 
 _ink = lru_cache(maxsize=1024)(text_on)
@@ -93,11 +94,10 @@ def number_texts(values: np.ndarray, cell_w: float, font: float,
         integral = all(abs(v - round(v)) < 1e-9 for v in flat)
     for decimals, smallest in (((0, MIN_NUMBER_FONT),) if integral
                                else ((2, 16.0), (1, MIN_NUMBER_FONT))):
-        texts = [f"{v:.{decimals}f}" for v in flat]
-        texts = [t[1:] if t.startswith("-") and float(t) == 0 else t for t in texts]  # no "-0.0"
+        texts = [fixed(v, decimals) for v in flat]  # (no "−0.0")
         fits = min(font, room / (max(len(t) for t in texts) * DIGIT_EM))
         if fits >= smallest:
-            return [t.replace("-", "−") for t in texts], fits
+            return texts, fits
     return None
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.draw.fmt import coord
+from app.draw.fmt import coord, fixed
 from app.draw.palette import ramp, rank_colour, text_on
 from app.sim.moe.capacity import WEIGHT_GRID
 from app.sim.moe.captions import human_bytes, num
@@ -190,7 +190,7 @@ def _matrix_cells(tab: _Table, values: np.ndarray, lo: float, hi: float, fmt, ti
 
 
 def _logit(v: float) -> str:
-    return f"{v:.1f}".replace("-", "−")
+    return fixed(v, 1)
 
 
 def _prob(v: float) -> str:
