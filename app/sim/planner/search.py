@@ -273,21 +273,30 @@ def search(model: PlanModel, cluster: Cluster, global_batch: int, pins: Pins = P
         del least
     for fam, reason in _families(g, r):
         rejected.append((fam, reason))
-    step = max(1, n // 1200)
-    pts = tuple((float(r["peak"][i]) / 1e9, float(r["tokens_per_s"][i]), bool(fits[i]),
-                 _tip(g, r, i)) for i in range(0, n, step))
+    shown_points = np.arange(0, n, max(1, n // 1200))
+    pts = tuple(zip((r["peak"][shown_points] / 1e9).tolist(),
+                    r["tokens_per_s"][shown_points].tolist(), fits[shown_points].tolist(),
+                    _tips(g, r, shown_points)))
     return Plan(n, fitting, best, cands, n > listed, tuple(rejected[:60]), message, pts)
 
 
-def _tip(g, r, i) -> str:
-    """One point's breakdown in a line: the mix, its rate and memory, its largest time shares."""
-    step = float(r["step"][i])
-    shares = sorted(((float(r[k][i]) / step, k) for k in KINDS), reverse=True)
-    parts = ", ".join(f"{k} {100 * f:.0f} %" for f, k in shares[:4] if f >= 0.005)
-    return (f"tp {g['tp'][i]} pp {g['pp'][i]} v {g['v'][i]} dp {g['dp'][i]} cp {g['cp'][i]} "
-            f"ep {g['ep'][i]} ZeRO {g['zero'][i]} b {g['b'][i]} {RECOMPUTES[int(g['rc'][i])]}: "
-            f"{float(r['tokens_per_s'][i]):,.0f} tokens/s, {float(r['peak'][i]) / 2**30:.0f} GiB"
-            f"{'' if r['fits'][i] else ' (does not fit)'}; {parts}")
+def _tips(g, r, idx: np.ndarray) -> list[str]:
+    """Each point's breakdown in a line: the mix, its rate and memory, its largest time shares
+    (the columns taken out of the grid once, as Python numbers: indexing numpy arrays one
+    element at a time costs more than the formatting)."""
+    mix = {k: g[k][idx].tolist() for k in ("tp", "pp", "v", "dp", "cp", "ep", "zero", "b", "rc")}
+    share = {k: (r[k][idx] / r["step"][idx]).tolist() for k in KINDS}
+    rate, peak, fits = (r["tokens_per_s"][idx].tolist(), (r["peak"][idx] / 2**30).tolist(),
+                        r["fits"][idx].tolist())
+    tips = []
+    for j in range(len(idx)):
+        shares = sorted(((share[k][j], k) for k in KINDS), reverse=True)
+        parts = ", ".join(f"{k} {100 * f:.0f} %" for f, k in shares[:4] if f >= 0.005)
+        tips.append(f"tp {mix['tp'][j]} pp {mix['pp'][j]} v {mix['v'][j]} dp {mix['dp'][j]} "
+                    f"cp {mix['cp'][j]} ep {mix['ep'][j]} ZeRO {mix['zero'][j]} b {mix['b'][j]} "
+                    f"{RECOMPUTES[int(mix['rc'][j])]}: {rate[j]:,.0f} tokens/s, {peak[j]:.0f} GiB"
+                    f"{'' if fits[j] else ' (does not fit)'}; {parts}")
+    return tips
 
 
 def _families(g, r) -> list[tuple[str, str]]:
