@@ -1,6 +1,7 @@
 // What a slider move costs the browser. The stage is swapped whole for every move, so: states
-// already seen (or fetched ahead) are swapped in from memory without a request, the old stage is
-// emptied before htmx walks it, and panels out of sight wait until the slider comes to rest.
+// already seen (or fetched ahead) are swapped in from memory without a request, from trees
+// parsed while the page waited; the old stage is emptied before it is replaced; and panels out
+// of sight wait until the slider comes to rest.
 (function () {
   "use strict";
 
@@ -27,7 +28,7 @@
   // the server rejects is a stage too: its problems). A fragment is a pure function of its URL,
   // so a move onto a state the page has shown, or onto one fetched ahead (controls.js guesses
   // where a drag goes next, and fetches the states one change away while the page rests), is
-  // swapped in from here with htmx's own swap: even an answer from the browser's HTTP cache
+  // swapped in from here (swapStage below): even an answer from the browser's HTTP cache
   // takes 5–10 ms. Bounded by characters, oldest out first.
   var KEEP_CHARS = 36e6, KEEP_STATES = 400, REST_CHARS = 0.75 * KEEP_CHARS;
   var kept = new Map(), keptChars = 0, shown = null;  // shown: the URL of the state on screen
@@ -48,7 +49,7 @@
   // -- states made ready to show ---------------------------------------------------------------
   // Parsing a stage's markup (50–300 KB) costs 4–6 ms here, htmx's own parse more; a tree parsed
   // ahead of time (into a template, adopted by this document, its scripts removed as htmx
-  // removes them) is inserted by htmx's swap in about 2 ms. The states a move is likely to reach
+  // removes them) is inserted in about 2 ms. The states a move is likely to reach
   // next are made ready while the page waits between moves: where a drag goes and where it came
   // from, and the nearest states one change away. A tree is shown once (the player then changes
   // it), so it is made again if wanted again; at most READY_TREES are held.
