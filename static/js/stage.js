@@ -125,10 +125,12 @@
     return url && !kept.has(url) && !(fetching && fetching.url === url);
   }
 
-  // `urls`: the states a drag is about to reach, nearest first; `back`: where it came from
-  // (kept already), made ready too
+  // `urls`: the states a drag is about to reach, nearest first; `back`: the state a move the
+  // other way reaches, made ready too. It is kept already, but where a slider re-steps the
+  // sliders that depend on it (tp must divide ffn: ffn 32 at tp 8 becomes 28 at tp 7, not the
+  // 30 the way up passed), the way back is a state not seen, fetched after the guesses.
   function fetchAhead(urls, back) {
-    ahead = urls.filter(wanted);
+    ahead = urls.concat(back || []).filter(wanted);
     expectTrees(urls.concat(back || []));
     next();
   }

@@ -108,6 +108,23 @@ def test_a_guess_moves_the_dependent_sliders_as_the_form_does(page):
     expect(page).to_have_url(re.compile(rf"tp=4&.*ffn={guessed_ffn}&"))
 
 
+def test_the_way_back_is_fetched_where_the_dependent_sliders_moved(page):
+    # ffn stays a multiple of tp: tp 5 → 6 re-steps ffn 25 to 24, and the way back re-steps
+    # 24 to 25, a state the page has not shown (it opened at it): fetched before the move
+    without_fetching_at_rest(page)
+    page.goto(page.base + "/tensor-parallel?block=column&tp=5&ffn=25")
+    move(page, 'input[name="tp"]', 6, "tp 6|6 ranks")   # ffn 25 → 24
+    page.wait_for_load_state("networkidle")
+    back = page.evaluate("""() => { const f = document.querySelector('#f-ffn');
+        return Math.round(parseInt(f.value, 10) / 5) * 5; }""")
+    assert back == 25  # the form would ask for tp 5 ffn 25 … not the 24 the state now holds
+    kept = page.evaluate("() => ShardscopeStage.keptUrls()")
+    assert any("tp=5&" in url and "ffn=25&" in url for url in kept), kept
+    seen = stage_requests(page)
+    move(page, 'input[name="tp"]', 5, "tp 5|5 ranks")
+    assert not [url for kind, url in seen if kind == "xhr"], seen
+
+
 def test_states_one_change_away_are_fetched_while_the_page_rests(page):
     ahead: list[tuple[str, str]] = []
     page.on("request", lambda r: ahead.append((r.headers.get("x-fetch-ahead"), r.url))
