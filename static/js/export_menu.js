@@ -2,8 +2,6 @@
 // step the offline HTML opens at) follow the player's current frame, as "Download SVG" does.
 (function () {
   "use strict";
-  if (window.shardscopeExportMenu) return;  // the partial may be on a page more than once
-  window.shardscopeExportMenu = true;
   document.addEventListener("player:frame", function (event) {
     var root = event.target.closest ? event.target.closest("[data-player]") : null;
     var scope = root || document;

@@ -95,11 +95,15 @@
   // instead of walking the whole stage, its thousands of deck elements included: 3 ms a move.
   var HTMX_ELEMENTS = "[hx-get], [hx-post], [data-hx-get], [data-hx-post]";
 
+  function bindHtmx(root) {
+    root.querySelectorAll(HTMX_ELEMENTS).forEach(function (el) { htmx.process(el); });
+  }
+
   function swapStage(target, tree, focused) {
     var stage = tree.querySelector("#stage") || tree.firstElementChild;
     holdPanels(stage);
     target.replaceWith(tree);
-    stage.querySelectorAll(HTMX_ELEMENTS).forEach(function (el) { htmx.process(el); });
+    bindHtmx(stage);
     var again = focused && document.getElementById(focused);
     if (again) again.focus({preventScroll: true});
     htmx.trigger(stage, "htmx:afterSwap", {target: stage});
@@ -130,8 +134,9 @@
   // sliders that depend on it (tp must divide ffn: ffn 32 at tp 8 becomes 28 at tp 7, not the
   // 30 the way up passed), the way back is a state not seen, fetched after the guesses.
   function fetchAhead(urls, back) {
-    ahead = urls.concat(back || []).filter(wanted);
-    expectTrees(urls.concat(back || []));
+    var expected = urls.concat(back || []);
+    ahead = expected.filter(wanted);
+    expectTrees(expected);
     next();
   }
 
@@ -237,23 +242,27 @@
   // is the one htmx would ask for (controls.js's stateUrl), and the request of an earlier move
   // still in flight is aborted, as hx-sync="this:replace" would. What is neither goes on to
   // htmx's request (beforeRequest, where the same check runs once more with htmx's own URL).
-  function fromMemory(detail, url) {
-    var move = ++moves;
+  function inMemory(url) {
+    return kept.has(url) || !!(fetching && fetching.url === url);
+  }
+
+  function countMove() {
     lastMove = performance.now();
+    return ++moves;
+  }
+
+  // answers a move onto a state inMemory() knows
+  function fromMemory(detail, url) {
+    var move = countMove();
     if (kept.has(url)) {
       answer(detail, url, kept.get(url));
-      return true;
+      return;
     }
-    if (fetching && fetching.url === url) {
-      fetching.done.then(function () {
-        if (move !== moves || !detail.target.isConnected) return;  // moved on meanwhile
-        if (kept.has(url)) answer(detail, url, kept.get(url));
-        else htmx.trigger(detail.elt, "submit");  // the fetch failed: ask through htmx
-      });
-      return true;
-    }
-    moves--;
-    return false;
+    fetching.done.then(function () {
+      if (move !== moves || !detail.target.isConnected) return;  // moved on meanwhile
+      if (kept.has(url)) answer(detail, url, kept.get(url));
+      else htmx.trigger(detail.elt, "submit");  // the fetch failed: ask through htmx
+    });
   }
 
   document.addEventListener("htmx:confirm", function (event) {
@@ -262,7 +271,7 @@
     if (!detail.target || detail.target.id !== "stage" || detail.verb !== "get" ||
         !form || form.tagName !== "FORM" || !window.ShardscopeForm) return;
     var url = window.ShardscopeForm.stateUrl(form);
-    if (!kept.has(url) && !(fetching && fetching.url === url)) return;
+    if (!inMemory(url)) return;
     event.preventDefault();
     htmx.trigger(form, "htmx:abort");
     fromMemory(detail, url);
@@ -271,11 +280,12 @@
   document.addEventListener("htmx:beforeRequest", function (event) {
     var detail = event.detail;
     if (!isStageGet(detail)) return;
-    if (fromMemory(detail, detail.pathInfo.finalRequestPath)) {
+    var url = detail.pathInfo.finalRequestPath;
+    if (inMemory(url)) {
       event.preventDefault();
+      fromMemory(detail, url);
     } else {
-      ++moves;
-      lastMove = performance.now();
+      countMove();
       asking++;  // the person's own request: nothing is fetched at rest meanwhile
       askedAt = lastMove;
     }
@@ -345,7 +355,7 @@
     held = null;
     if (!hold || !hold.panels.isConnected) return;
     hold.panels.appendChild(hold.contents);
-    hold.panels.querySelectorAll(HTMX_ELEMENTS).forEach(function (el) { htmx.process(el); });
+    bindHtmx(hold.panels);
     htmx.trigger(hold.panels, "htmx:load", {elt: hold.panels});
   }
 

@@ -212,12 +212,12 @@ def _bars(h: Histogram, axis: Axis, base: float, height: float, peak: int,
     return tuple(out)
 
 
-@lru_cache(maxsize=512)
 def values(count: int) -> str:
     """"1 value", "3 values": a bar's count in its hover text."""
     return f"{count} value" if count == 1 else f"{count} values"
 
 
+@lru_cache(maxsize=512)
 def binade_label(e: int) -> str:
     return f"{pow2(e)} ≤ |x| < {pow2(e + 1)}"
 

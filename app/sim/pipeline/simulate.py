@@ -166,7 +166,7 @@ class PipelineTrace:
         # "2F0@13.5": orjson writes the times (shortest round-trip form), the labels are
         # joined from cached pieces — an f-string per pass with float formatting is seconds
         names = [str(i) for i in range(max(int(flat.stage.max()), int(flat.microbatch.max())) + 1)]
-        heads = [[names[st] + kind for kind in KINDS] for st in range(int(flat.stage.max()) + 1)]
+        heads = [names[st] + kind for st in range(int(flat.stage.max()) + 1) for kind in KINDS]
         tail = [names[mb] + "@" for mb in range(int(flat.microbatch.max()) + 1)]
 
         # 8 significant digits of the makespan: far finer than a pass, and bounded in length
@@ -178,9 +178,8 @@ class PipelineTrace:
             return _WHOLE.sub("", text[1:-1]).split(",")  # "13.0" → "13", in one pass
 
         # joined as object arrays: numpy's loop makes the 10⁵ concatenations
-        head = np.array([h for row in heads for h in row], dtype=object)
-        label = (head[flat.stage.astype(np.int64) * len(KINDS) + flat.kind]
-                 + np.array(tail, dtype=object)[flat.microbatch]
+        head = np.array(heads, dtype=object)[flat.stage.astype(np.int64) * len(KINDS) + flat.kind]
+        label = (head + np.array(tail, dtype=object)[flat.microbatch]
                  + np.array(times(line.start), dtype=object)).tolist()
         if durations is None:
             label = [a + "-" + e for a, e in zip(label, times(line.end))]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 
 from app.sim.planner.params import PlannerParams
 from app.sim.planner.published import RUNS, Run
@@ -63,7 +63,6 @@ def compare(run: Run) -> Comparison:
     return Comparison(run, pinned.best, free.best)
 
 
-@lru_cache(maxsize=1)
 @cache
 def published() -> tuple[Comparison, ...]:
     """The published runs against the planner (constants in, so computed once per process:
