@@ -25,6 +25,17 @@ def front(page) -> str:
     return path.get_attribute("d")
 
 
+def new_best(page, before: str) -> None:
+    """Wait for the message to name another best mix. A panel below the fold may come in empty
+    while a move is in flight (static/js/stage.js holds its contents until the page rests), so
+    wait for a message that names a mix, not merely for another text."""
+    page.wait_for_function(
+        """b => { const p = document.querySelector('#stage .panel p');
+                  return p !== null && p.innerText !== b
+                         && /the best runs .*dp \\d+/.test(p.innerText); }""",
+        arg=before)
+
+
 def test_model_and_cluster_move_the_best_mix(page):
     page.goto(page.base + "/planner")
     page.wait_for_selector("svg.deck")
@@ -34,15 +45,13 @@ def test_model_and_cluster_move_the_best_mix(page):
 
     page.locator("#f-preset").select_option("llama3-8b")
     page.wait_for_url(re.compile(r"preset=llama3-8b"))
-    page.wait_for_function("b => document.querySelector('#stage .panel p').innerText !== b",
-                           arg=best0)
+    new_best(page, best0)
     best1, front1 = page.locator(MESSAGE).first.inner_text(), front(page)
     assert best1 != best0 and front1 != front0
 
     page.locator("#f-gpus").fill("64")
     page.wait_for_url(re.compile(r"gpus=64"))
-    page.wait_for_function("b => document.querySelector('#stage .panel p').innerText !== b",
-                           arg=best1)
+    new_best(page, best1)
     best2, front2 = page.locator(MESSAGE).first.inner_text(), front(page)
     assert front2 != front1
     # 64 GPUs hold no dp in the hundreds: the best mix follows the cluster
