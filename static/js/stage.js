@@ -77,6 +77,13 @@
     makeTrees();
   }
 
+  // A tree is made in an idle period, but never between a swap and the frame that paints it:
+  // Chrome does not end an idle period when an input comes, so a parse begun just after a move's
+  // swap (4–12 ms for a stage here) held that move's frame back by as much (a drag's p95 fell
+  // from 36 to 30 ms over four heavy scenes without it). Waiting for an idle period with room
+  // for the whole parse instead (its deadline) left a fast drag without trees: worse.
+  var painting = false;
+
   function makeTrees() {
     if (making) return;
     var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 1); };
@@ -84,6 +91,7 @@
       making = null;
       var url = wantTrees.find(function (u) { return kept.has(u) && !trees.has(u); });
       if (!url) return;
+      if (painting) { afterPaint(makeTrees); return; }
       trees.set(url, makeTree(kept.get(url).html));
       makeTrees();  // one tree an idle period
     }, {timeout: 200});
@@ -378,6 +386,8 @@
   });
 
   document.addEventListener("htmx:afterSwap", function () {
+    painting = true;
+    afterPaint(function () { painting = false; });
     var panels = document.querySelector("#stage .panels");
     var height = deferred;
     deferred = null;

@@ -266,3 +266,48 @@ def test_panels_out_of_sight_come_in_empty_and_are_filled_at_rest(page):
         new Event("change", {bubbles: true}))""", WORLD)
     assert page.evaluate(count) > 20
     expect(page.locator("#stage .panel.cost")).to_contain_text("5")
+
+
+# requestIdleCallback held in a queue that the test runs when it chooses (each callback as an
+# idle period with room to spare)
+HELD_IDLE = """window.__idle = [];
+window.requestIdleCallback = f => window.__idle.push(f);
+window.cancelIdleCallback = () => {};
+window.__runIdle = () => { const q = window.__idle.splice(0);
+  q.forEach(f => f({didTimeout: false, timeRemaining: () => 50})); return q.length; };"""
+
+# A move onto a state parsed ahead, the idle callbacks run between its swap and its paint, then
+# again once it is painted.
+MOVE_AND_RUN_IDLE = """([selector, value]) => {
+  const before = ShardscopeStage.readyUrls();
+  const slider = document.querySelector(selector);
+  slider.value = value;
+  slider.dispatchEvent(new Event("input", {bubbles: true}));
+  const label = document.querySelector("svg.deck").getAttribute("aria-label");
+  const ran = window.__runIdle();
+  const whilePainting = ShardscopeStage.readyUrls();
+  return new Promise(done => requestAnimationFrame(() => setTimeout(() => setTimeout(() => {
+    for (let i = 0; i < 8; i++) window.__runIdle();
+    done({before, label, ran, whilePainting, painted: ShardscopeStage.readyUrls()});
+  }, 0), 0)));
+}"""
+
+
+def test_no_tree_is_parsed_between_a_swap_and_its_paint(page):
+    # Chrome runs an idle callback even when an input has just asked for a frame; a stage parsed
+    # then (4–12 ms) would hold that move's frame back. stage.js defers it until the paint.
+    page.add_init_script(HELD_IDLE)
+    page.goto(page.base + "/collective?world=4")
+    settle(page)
+    for _ in range(100):
+        page.evaluate("() => { for (let i = 0; i < 8; i++) window.__runIdle(); }")
+        if any("world=5&" in url for url in page.evaluate("() => ShardscopeStage.readyUrls()")):
+            break
+        page.wait_for_timeout(100)
+    out = page.evaluate(MOVE_AND_RUN_IDLE, [WORLD, "5"])
+    assert "5 ranks" in out["label"]                      # swapped from its tree, at once
+    assert any("world=5&" in url for url in out["before"])
+    assert out["ran"] >= 1                                # an idle callback came meanwhile …
+    assert set(out["whilePainting"]) <= set(out["before"])  # … and parsed nothing
+    assert not any("world=5&" in url for url in out["whilePainting"])
+    assert set(out["painted"]) - set(out["whilePainting"])  # once painted, trees are made again
