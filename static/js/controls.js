@@ -157,30 +157,33 @@
       'title="' + title.replace(/"/g, "&quot;") + ' (Shardscope)" loading="lazy" allowfullscreen></iframe>';
   }
 
+  // Each element is bound once and finds the others when used: stage.js keeps the toolbar on
+  // screen from one state to the next, bringing its parts up to date (or swapping a part whose
+  // shape changed), so a listener must not hold on to the elements it found first.
   function initEmbed(scope) {
-    scope.querySelectorAll("[data-embed-open]").forEach(function (button) {
-      if (button.__embed) return;
-      button.__embed = true;
-      var share = button.closest(".share");
-      var dialog = share.querySelector("[data-embed-dialog]");
-      var area = share.querySelector("[data-embed-code]");
-      button.addEventListener("click", function () {
-        area.value = embedSnippet(share);
-        share.querySelector("[data-embed-copied]").hidden = true;
-        dialog.showModal();
-        area.select();
+    var once = function (el, bind) { if (el && !el.__embed) { el.__embed = true; bind(el); } };
+    scope.querySelectorAll(".share").forEach(function (share) {
+      var find = function (selector) { return share.querySelector(selector); };
+      var refresh = function () { find("[data-embed-code]").value = embedSnippet(share); find("[data-embed-copied]").hidden = true; };
+      once(find("[data-embed-open]"), function (button) {
+        button.addEventListener("click", function () {
+          refresh();
+          find("[data-embed-dialog]").showModal();
+          find("[data-embed-code]").select();
+        });
       });
-      var options = share.querySelector("[data-embed-options]");
-      if (options) {
-        var refresh = function () { area.value = embedSnippet(share); share.querySelector("[data-embed-copied]").hidden = true; };
+      once(find("[data-embed-options]"), function (options) {
         options.addEventListener("input", refresh);
         options.addEventListener("change", refresh);
-      }
-      share.querySelector("[data-embed-copy]").addEventListener("click", function () {
-        area.select();
-        var done = function () { share.querySelector("[data-embed-copied]").hidden = false; };
-        if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(area.value).then(done, done);
-        else { document.execCommand("copy"); done(); }
+      });
+      once(find("[data-embed-copy]"), function (copy) {
+        copy.addEventListener("click", function () {
+          var area = find("[data-embed-code]");
+          area.select();
+          var done = function () { find("[data-embed-copied]").hidden = false; };
+          if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(area.value).then(done, done);
+          else { document.execCommand("copy"); done(); }
+        });
       });
     });
   }

@@ -13,6 +13,31 @@
 
   function Player(root) {
     this.root = root;
+    this.timer = null;
+    this.animations = [];
+    var self = this;
+    // delegated to the root: stage.js keeps the player bar on screen from one state to the next
+    // (its links and numbers brought up to date), and the player then reads its deck again
+    root.addEventListener("click", function (event) {
+      var button = event.target.closest && event.target.closest("[data-act]");
+      if (button && root.contains(button)) self.act(button.dataset.act);
+    });
+    root.addEventListener("input", function (event) {
+      if (event.target !== self.scrub) return;
+      self.pause();
+      self.show(parseInt(self.scrub.value, 10), false);
+    });
+    root.addEventListener("pointerdown", function () { active = self; });
+    root.addEventListener("focusin", function () { active = self; });
+    this.read();
+  }
+
+  // What the root holds now: its deck's layers, captions and player bar, the frame to show.
+  Player.prototype.read = function () {
+    var root = this.root;
+    this.pause();
+    this.animations.forEach(function (a) { a.cancel(); });
+    this.animations = [];
     this.frames = parseInt(root.dataset.frames, 10);
     this.groups = Array.prototype.slice.call(root.querySelectorAll("svg.deck g.frame"));
     // frames after the first one shown wait, inert and as text, in a template until needed
@@ -34,12 +59,6 @@
     this.lo = bound("start", 0);
     this.hi = Math.max(this.lo, bound("end", this.frames - 1));
     if (query.has("start") && !query.has("frame")) this.k = this.lo;
-    this.timer = null;
-    this.animations = [];
-    var self = this;
-    root.querySelectorAll("[data-act]").forEach(function (button) {
-      button.addEventListener("click", function () { self.act(button.dataset.act); });
-    });
     if (this.speedSelect && query.get("speed")) {
       var wanted = query.get("speed");
       Array.prototype.forEach.call(this.speedSelect.options, function (o) { if (o.value === wanted) o.selected = true; });
@@ -47,13 +66,15 @@
     if (this.scrub) {
       this.scrub.min = String(this.lo);
       this.scrub.max = String(this.hi);
-      this.scrub.addEventListener("input", function () { self.pause(); self.show(parseInt(self.scrub.value, 10), false); });
     }
-    root.addEventListener("pointerdown", function () { active = self; });
-    root.addEventListener("focusin", function () { active = self; });
     this.show(this.k, false);
     if (query.get("autoplay") === "1") this.play();
-  }
+  };
+
+  // whether the root's deck is another than the one read (a stage kept, its deck swapped)
+  Player.prototype.stale = function () {
+    return this.holder !== this.root.querySelector("svg.deck g.frames");
+  };
 
   Player.prototype.speed = function () {
     return this.speedSelect ? parseFloat(this.speedSelect.value) || 1 : 1;
@@ -185,7 +206,10 @@
 
   function init(scope) {
     (scope || document).querySelectorAll("[data-player]").forEach(function (root) {
-      if (root.__player) return;
+      if (root.__player) {
+        if (root.__player.stale()) root.__player.read();
+        return;
+      }
       root.__player = new Player(root);
       if (!active || !document.contains(active.root)) active = root.__player;
     });

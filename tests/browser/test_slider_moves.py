@@ -311,3 +311,39 @@ def test_no_tree_is_parsed_between_a_swap_and_its_paint(page):
     assert set(out["whilePainting"]) <= set(out["before"])  # … and parsed nothing
     assert not any("world=5&" in url for url in out["whilePainting"])
     assert set(out["painted"]) - set(out["whilePainting"])  # once painted, trees are made again
+
+
+def test_the_toolbar_and_player_bar_stay_on_screen_brought_up_to_the_new_state(page):
+    # stage.js keeps the two parts that barely change from one state to the next (their links
+    # and numbers brought up to date) instead of styling and laying them out anew each move
+    page.goto(page.base + "/collective?world=4")
+    settle(page)
+    page.evaluate("""() => { window.__bar = document.querySelector('#stage .player-bar');
+                             window.__tools = document.querySelector('#stage .toolbar'); }""")
+    page.locator("[data-speed]").select_option("2")
+    move(page, WORLD, 5, "5 ranks")
+    assert page.evaluate("""() => document.querySelector('#stage .player-bar') === window.__bar
+                              && document.querySelector('#stage .toolbar') === window.__tools""")
+    # the kept parts say what the new state says
+    fresh = page.context.new_page()
+    fresh.goto(page.base + "/collective?world=5")
+    for selector in ("#stage .toolbar", "#stage .player-bar"):
+        assert page.locator(selector).inner_text() == fresh.locator(selector).inner_text()
+    links = "els => els.map(a => a.getAttribute('href'))"
+    assert (page.locator("#stage .toolbar a[href]").evaluate_all(links)
+            == fresh.locator("#stage .toolbar a[href]").evaluate_all(links))
+    assert "world=5&" in page.locator("#stage .export-menu a").first.get_attribute("href")
+    fresh.close()
+    assert page.locator("[data-speed]").input_value() == "2"   # the chosen speed stays
+    # the player drives the new deck through the kept bar: 5 ranks, a ring all-reduce of 8 steps
+    assert page.locator("[data-scrub]").get_attribute("max") == "8"
+    page.locator('[data-act="last"]').click()
+    expect(page.locator("[data-position]")).to_contain_text("step 8 of 8")
+    page.locator('[data-act="prev"]').click()
+    expect(page.locator("[data-position]")).to_contain_text("step 7 of 8")
+    assert page.locator("svg.deck g.frame.current").get_attribute("data-frame") == "7"
+    page.locator("[data-scrub]").fill("2")
+    expect(page.locator("[data-position]")).to_contain_text("step 2 of 8")
+    # the embed dialog, kept with the toolbar, writes the new state's snippet
+    page.locator("[data-embed-open]").click()
+    expect(page.locator("[data-embed-code]")).to_have_value(re.compile(r"world=5&"))
