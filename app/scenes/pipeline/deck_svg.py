@@ -46,7 +46,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     if deck.note:
         out.append(f'<text class="muted" x="{deck.width - 18}" y="58" text-anchor="end" '
                    f'font-size="16">{escape(deck.note)}</text>')
-    out += _lanes(deck)
+    out += _lanes(deck, standalone)
     out.append(f'<g class="frames" font-size="{deck.font}" text-anchor="middle">')
     for f in deck.frames[:current + 1]:
         out += _frame(deck, f, current, standalone)
@@ -60,7 +60,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
 
 
 
-def _lanes(deck: Deck) -> list[str]:
+def _lanes(deck: Deck, standalone: bool) -> list[str]:
     """Lane stripes, rank labels, the busy shape, the time axis (and summarised strips)."""
     left, right, bottom = deck.left, deck.right, deck.bottom
     stripes = "".join(f"M{left} {l.y}H{right}v{l.h}H{left}z" for l in deck.lanes[::2])
@@ -78,9 +78,14 @@ def _lanes(deck: Deck) -> list[str]:
     if deck.side_header:
         sides.insert(0, f'<text x="1222" y="88">{deck.side_header}</text>')
     # the passes to come, faint in their kind's colour (a solid edge: a dashed one costs the
-    # browser ten times the raster); the passes drawn in each frame cover them
-    out += [f'<path class="pp-todo" fill="{fill}" fill-opacity="0.3" stroke="{fill}" '
-            f'stroke-width="1.2" d="{d}"/>' for fill, d in deck.ghost]
+    # browser ten times the raster); the passes drawn in each frame cover them. On a page the
+    # edge is one screen pixel wide (non-scaling): Chromium's software rasteriser draws that as
+    # a hairline, where a 1.2-unit edge took it 150 ms for 256 micro-batches' thousand passes
+    # (the next frame waits for it; 60 ms as a hairline)
+    edge = ('stroke-width="1" vector-effect="non-scaling-stroke"' if not standalone
+            else 'stroke-width="1.2"')
+    out += [f'<path class="pp-todo" fill="{fill}" fill-opacity="0.3" stroke="{fill}" {edge} '
+            f'd="{d}"/>' for fill, d in deck.ghost]
     out.append('<path class="grid" fill="none" d="'
                + "".join(f"M{x} 94V{bottom}" for x, _ in deck.ticks) + '"/>')
     out.append('<g class="muted" font-size="16" text-anchor="middle">'
