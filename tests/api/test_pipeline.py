@@ -160,3 +160,19 @@ def test_unsupported_real_runs_are_refused_before_starting(client, query, param)
     assert r.status_code == 422 and r.json()["detail"][0]["param"] == param
     page = client.get(f"/pipeline?{query}")
     assert "Run on real" in page.text and "disabled" in page.text.split("Run on real")[0][-300:]
+
+
+def test_the_passes_to_come_have_a_hairline_edge_on_a_page(client):
+    """Chromium's software rasteriser strokes a 1.2-unit edge around each of a thousand faint
+    passes in 150 ms and holds the next frame back meanwhile; one screen pixel (non-scaling) is
+    drawn as a hairline. A standalone file keeps its edge in drawing units."""
+    query = "schedule=1f1b&stages=4&microbatches=256"
+    page = client.get(f"/pipeline?{query}", headers={"HX-Request": "true"}).text
+    todo = re.findall(r'<path class="pp-todo"[^>]*>', page)
+    assert len(todo) == 2 and all('vector-effect="non-scaling-stroke"' in p
+                                  and 'stroke-width="1"' in p for p in todo)
+    assert sum(p.count("z") for p in todo) == 4 * 256 * 2     # every F and B pass of 4 ranks
+    svg = client.get(f"/svg/pipeline?{query}").text
+    standalone = re.findall(r'<path class="pp-todo"[^>]*>', svg)
+    assert standalone and all('stroke-width="1.2"' in p and "vector-effect" not in p
+                              for p in standalone)
