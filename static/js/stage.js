@@ -113,7 +113,7 @@
     if (keepParts(target, stage)) {
       stage = target;
     } else {
-      target.replaceChildren();  // (see prepare)
+      empty(target);
       target.replaceWith(tree);
     }
     bindHtmx(stage);
@@ -416,11 +416,15 @@
     deferred = sight && size && !panelsShown && panelsHeight > 0 ? panelsHeight : null;
   }
 
+  // htmx walks every element it removes, firing an event on each; a deck has thousands of
+  // elements and none of them carries htmx attributes: the stage goes whole, so empty it first
+  function empty(target) {
+    target.replaceChildren();
+  }
+
   function prepare(target) {
     measure();
-    // htmx walks every element it removes, firing an event on each; a deck has thousands of
-    // elements and none of them carries htmx attributes: the stage goes whole, so empty it first
-    target.replaceChildren();
+    empty(target);
   }
 
   // A kept state's panels that will wait (prepare found them out of sight) go in without their

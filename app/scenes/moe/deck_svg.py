@@ -10,6 +10,7 @@ caption underneath.
 from __future__ import annotations
 
 from html import escape
+from itertools import groupby
 
 from markupsafe import Markup
 
@@ -35,17 +36,9 @@ def render(deck: MoeDeck, current: int, *, standalone: bool = False,
 def _frame(f: FrameView, current: int, standalone: bool) -> list[str]:
     css = "frame" + (" current" if f.index == current else "") + (" step" if f.index else "")
     out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
-    run: list[Text] = []  # labels in a row, written together (_texts)
-    for item in f.items:
-        if isinstance(item, Text):
-            run.append(item)
-            continue
-        if run:
-            out.append(_texts(run))
-            run = []
-        out.append(_item(item, standalone))
-    if run:
-        out.append(_texts(run))
+    # labels in a row are written together (_texts)
+    for labels, items in groupby(f.items, key=lambda item: isinstance(item, Text)):
+        out += [_texts(items)] if labels else [_item(item, standalone) for item in items]
     if not standalone or f.index == current:
         out.append('<g class="only-current arrows">')
         out += [_arrow(a) for a in f.arrows]
@@ -70,11 +63,6 @@ def _style(t: Text) -> list[str]:
     return attrs
 
 
-def _text(t: Text) -> str:
-    attrs = [f'x="{coord(t.x)}" y="{coord(t.y)}"', *_style(t)]
-    return f'<text {" ".join(attrs)}>{escape(t.text, quote=False)}</text>'
-
-
 def _texts(texts) -> str:
     """Labels in a row (the logits, the experts' and tokens' names), those of one style as
     ``<tspan>``s of one ``<text>`` (:func:`app.draw.svg.spans_text`): the default stage holds 33
@@ -95,8 +83,6 @@ def _item(item, standalone: bool) -> str:
         return (f'<g font-size="14"{moved}>'
                 + "".join(f'<path fill="{fill}" d="{d}"/>' for fill, d in item.paths if d)
                 + _texts(item.texts) + "</g>")
-    if isinstance(item, Text):
-        return _text(item)
     if isinstance(item, Rect):
         paint = f' fill="{item.fill}"' if item.fill else ""
         cls = f' class="{item.cls}"' if item.cls else ""
