@@ -57,6 +57,12 @@ class Verdict:
     detail: str
     report: dict = field(default_factory=dict)
     """what the page shows beyond the verdict (a diff table, timings)"""
+    fields: dict = field(default_factory=dict)
+    """top-level fields the scene's contract adds to the job's status (DESIGN.md: /train's job
+    adds ``losses``, ``reference_losses``, ``measured`` …); they never replace the job's own"""
+    trace: dict | None = None
+    """the run's measured timeline as Chrome Trace Event JSON, or None: served at
+    ``/api/verify/jobs/{id}/trace`` and named by the status's ``trace`` field"""
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,10 @@ class Job:
     device: str = ""
     source: str = "server"
     """"server" (run here) or "uploaded" (a report from the visitor's own cluster)"""
+    fields: dict = field(default_factory=dict)
+    """the verdict's extra top-level status fields (:attr:`Verdict.fields`)"""
+    trace: dict | None = None
+    """the verdict's measured timeline (:attr:`Verdict.trace`)"""
 
     @property
     def elapsed_s(self) -> float:
@@ -101,11 +111,14 @@ class Job:
         return self.status in ("passed", "failed", "error")
 
     def to_dict(self) -> dict:
-        return {"job": self.id, "scene": self.scene, "status": self.status,
-                "backend": self.backend, "world": self.world,
-                "max_abs_diff": self.max_abs_diff, "detail": self.detail,
-                "elapsed_s": round(self.elapsed_s, 3), "report": self.report,
-                "device": self.device, "source": self.source}
+        own = {"job": self.id, "scene": self.scene, "status": self.status,
+               "backend": self.backend, "world": self.world,
+               "max_abs_diff": self.max_abs_diff, "detail": self.detail,
+               "elapsed_s": round(self.elapsed_s, 3), "report": self.report,
+               "device": self.device, "source": self.source}
+        if self.trace is not None:
+            own["trace"] = f"/api/verify/jobs/{self.id}/trace"
+        return {**self.fields, **own}
 
 
 def torch_available() -> tuple[bool, str]:
@@ -221,7 +234,8 @@ class JobRunner:
         job = Job(f"{next(self._ids):06d}-{os.urandom(3).hex()}", scene, world, backend,
                   status="passed" if verdict.passed else "failed",
                   max_abs_diff=verdict.max_abs_diff, detail=verdict.detail,
-                  report=verdict.report, created=now, started=now, finished=now,
+                  report=verdict.report, fields=dict(verdict.fields), trace=verdict.trace,
+                  created=now, started=now, finished=now,
                   device=device, source="uploaded")
         with self._lock:
             self._jobs[job.id] = job
@@ -310,6 +324,8 @@ class JobRunner:
             verdict = check.compare(params, trace, report)
             job.max_abs_diff = verdict.max_abs_diff
             job.report = verdict.report
+            job.fields = dict(verdict.fields)
+            job.trace = verdict.trace
             detail = verdict.detail
             if code != 0:
                 detail += f" {TEARDOWN_NOTE} ({_failure_reason(code, log_path)})"

@@ -82,6 +82,20 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
             return _json({"detail": f"no job {job_id!r} (jobs are kept for a while only)"}, 404)
         return _json(job.to_dict(), 200)
 
+    @router.get("/api/verify/jobs/{job_id}/trace")
+    def api_job_trace(job_id: str):
+        """The job's measured timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing)."""
+        job = runner.get(job_id)
+        if job is None:
+            return _json({"detail": f"no job {job_id!r} (jobs are kept for a while only)"}, 404)
+        if job.trace is None:
+            return _json({"detail": f"job {job_id!r} has no measured timeline "
+                                    f"({'not finished yet' if not job.done else 'its scene records none'})"},
+                         404)
+        return Response(orjson.dumps(job.trace), media_type=JSON, headers={
+            "Content-Disposition": f'attachment; filename="{job.scene}.trace.json"',
+            "Cache-Control": "no-store"})
+
     @router.post("/verify/{slug}", response_class=HTMLResponse, include_in_schema=False)
     def html_submit(slug: str, request: Request):
         try:
