@@ -1,0 +1,23 @@
+"""The problem bank: every chapter's problems, generated from the simulations the scenes use.
+
+Each chapter module declares its templates (app/exercises/model.py: ``@exercise``); importing
+this package registers them all in :data:`BANK`, in course order. ``problem`` and ``check``
+(app/exercises/check.py) are what the API, the pages, the sheets and the CLI call.
+"""
+
+from __future__ import annotations
+
+from app.exercises import (  # noqa: F401 — each module registers its templates
+    ch01_overview,
+    ch02_collectives,
+    ch05_zero,
+)
+from app.exercises.model import BANK, Template
+
+
+def template(id: str) -> Template | None:
+    return BANK.templates.get(id)
+
+
+def templates() -> list[Template]:
+    return list(BANK.templates.values())
