@@ -10,7 +10,11 @@ from __future__ import annotations
 from app.exercises import (  # noqa: F401 — each module registers its templates
     ch01_overview,
     ch02_collectives,
+    ch03_optimizers,
+    ch04_data_parallel,
     ch05_zero,
+    ch06_tensor_parallel,
+    ch07_pipeline,
 )
 from app.exercises.model import BANK, Template
 
