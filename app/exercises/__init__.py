@@ -15,6 +15,10 @@ from app.exercises import (  # noqa: F401 — each module registers its template
     ch05_zero,
     ch06_tensor_parallel,
     ch07_pipeline,
+    ch08_precision,
+    ch09_long_context,
+    ch10_moe,
+    ch11_together,
 )
 from app.exercises.model import BANK, Template
 

@@ -173,7 +173,8 @@ class ActivationsWholeModel:
 @exercise("world-dp-size", chapter=1, scene="parallelism", kind="integer", unit="GPUs",
           title="The data-parallel size a cluster leaves",
           source="Megatron-LM: world = tp · cp · dp · pp",
-          ranges={"nodes": (1, 128), "gpus_per_node": (4, 8), "tp": (1, 8), "pp": (1, 16)})
+          ranges={"nodes": (1, 128), "gpus_per_node": (4, 8), "tp": (1, 8), "pp": (1, 16)},
+          scene_hides=("dp",))
 class WorldDpSize:
     @staticmethod
     def draw(d):
@@ -215,7 +216,9 @@ class WorldDpSize:
 
     @staticmethod
     def scene(g):
-        return {"tp": g["tp"], "pp": g["pp"], "gpus_per_node": g["gpus_per_node"]}
+        world = g["nodes"] * g["gpus_per_node"]
+        return {"tp": g["tp"], "pp": g["pp"], "dp": world // (g["tp"] * g["pp"]),
+                "gpus_per_node": g["gpus_per_node"]}
 
 
 @exercise("torchrun-rank", chapter=1, scene="parallelism", kind="coords",

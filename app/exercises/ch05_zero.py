@@ -191,7 +191,8 @@ class ZeroMaxParams:
 @exercise("zero-min-dp", chapter=5, scene="zero", kind="integer", unit="GPUs",
           title="The fewest GPUs that make the model fit",
           source="Rajbhandari et al. 2019 (ZeRO), Table 1 solved for N_d",
-          ranges={"params": (1e9, 2e12), "gpu_gb": GPU_MEMORY_GB, "stage": (1, 2, 3)})
+          ranges={"params": (1e9, 2e12), "gpu_gb": GPU_MEMORY_GB, "stage": (1, 2, 3)},
+          scene_hides=("dp",))
 class ZeroMinDp:
     @staticmethod
     def draw(d):
@@ -253,7 +254,8 @@ class ZeroMinDp:
 
     @staticmethod
     def scene(g):
-        return {"stage": g["stage"], "param_count": g["params"]}
+        return {"stage": g["stage"], "param_count": g["params"],
+                "dp": min(1024, ZeroMinDp.smallest(g))}
 
 
 @exercise("zero-offload-gpu-bytes", chapter=5, scene="zero", kind="number", unit="bytes",

@@ -60,7 +60,7 @@ def check(template: Template, seed: int, answer: Any, reveal: bool = False) -> d
         out["tolerance_text"] = ("within 1 % (relative)" if template.kind == "number"
                                  else "exactly")
         out["solution"] = [s.to_dict() for s in worked.steps]
-        out["scene_url"] = template.scene_url(given)
+        out["scene_url"] = template.scene_url(given, solved=True)
         out["source"] = template.source
     return out
 

@@ -85,13 +85,16 @@ class Template:
     choices: Callable[[dict], tuple[str, ...]] | None = None
     keys: tuple[str, ...] = ()
     """coords: the coordinates asked for, in order"""
+    scene_hides: tuple[str, ...] = ()
+    """scene parameters that would give the answer away: left out of the problem's link, put
+    back in the solution's"""
 
     def given(self, seed: int, version: int = GENERATOR_VERSION) -> dict:
         return self.draw(Draw(self.id, seed, version))
 
-    def scene_url(self, given: dict) -> str:
+    def scene_url(self, given: dict, solved: bool = False) -> str:
         query = {k: _query_value(v) for k, v in self.scene_query(given).items()
-                 if v is not None}
+                 if v is not None and (solved or k not in self.scene_hides)}
         return f"/{self.scene}" + (f"?{urlencode(query)}" if query else "")
 
 
@@ -126,14 +129,15 @@ BANK = Bank()
 
 
 def exercise(id: str, *, chapter: int, scene: str, title: str, kind: str, unit: str = "",
-             source: str, ranges: dict[str, Any], keys: tuple[str, ...] = ()):
+             source: str, ranges: dict[str, Any], keys: tuple[str, ...] = (),
+             scene_hides: tuple[str, ...] = ()):
     """Declare a template from a class with static ``draw``, ``prompt``, ``solve`` and
     ``scene`` (givens → the scene's query) functions, and ``choices`` for a choice."""
 
     def register(cls):
         BANK.add(Template(id, chapter, scene, title, kind, unit, source, ranges,
                           cls.draw, cls.prompt, cls.solve, cls.scene,
-                          getattr(cls, "choices", None), keys))
+                          getattr(cls, "choices", None), keys, scene_hides))
         return cls
 
     return register

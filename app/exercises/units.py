@@ -269,7 +269,7 @@ def evaluate(expression: str) -> float:
     if re.search(r"[^0-9eE.+\-*/() ,a-z_]", text):
         raise ValueError(f"not arithmetic: {expression!r}")
     names = {"ceil": math.ceil, "floor": math.floor, "min": min, "max": max, "log2": math.log2,
-             "sqrt": math.sqrt, "abs": abs}
+             "sqrt": math.sqrt, "abs": abs, "log": math.log, "exp": math.exp}
     return float(eval(text, {"__builtins__": {}}, names))   # noqa: S307 — arithmetic only
 
 
