@@ -16,13 +16,12 @@ answer. ``check(template, seed, answer, reveal)`` is the body of ``POST …/chec
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 from app.exercises.draw import GENERATOR_VERSION
 from app.exercises.model import RELATIVE_TOLERANCE, Template, Worked
-from app.exercises.units import PROBLEM_UNITS, AnswerError, amount, convert, read_number
+from app.exercises.units import PROBLEM_UNITS, AnswerError, amount, convert
 
 
 def problem(template: Template, seed: int) -> dict:
@@ -115,7 +114,7 @@ def number_hint(template: Template, worked: Worked, value: float, exact: bool = 
                 and same(value, float(step.value))):
             ahead = worked.steps[k + 1].step
             return (f"That is the value of step {k + 1} of {last + 1} (“{step.step}”): "
-                    f"keep going — next, {ahead[0].lower() + ahead[1:]}.")
+                    f"keep going — next, {_lower(ahead)}.")
     if expected == 0 or value == 0:
         return "Recompute from the first step: " + _first(worked)
     ratio = value / expected
@@ -124,17 +123,29 @@ def number_hint(template: Template, worked: Worked, value: float, exact: bool = 
             if close(ratio, r, 0.012):
                 return hint.replace("{dir}", word)
     if ratio < 0:
-        return "The sign is wrong: this quantity is positive."
-    off = (ratio - 1) * 100
-    direction = f"too high by about {off:.0f} %" if off > 0 else f"too low by about {-off:.0f} %"
-    if 0.5 < ratio < 2:
-        return f"Close, but {direction}. Recheck the arithmetic step by step: {_first(worked)}"
-    return f"Not right: {direction}. Start again from the first step: {_first(worked)}"
+        return "The sign is wrong: recheck which way it goes. " + _first(worked)
+    # how far off, in coarse words only: an exact percentage would give the answer away
+    word = "high" if ratio > 1 else "low"
+    spread = max(ratio, 1 / ratio)
+    if spread < 1.1:
+        return (f"Close, but not within 1 % (a little too {word}): recheck the arithmetic — "
+                f"was an intermediate value rounded too early? " + _first(worked))
+    if spread < 2:
+        return f"Too {word}, but within a factor of 2. Recheck each step: {_first(worked)}"
+    if spread < 10:
+        return f"Too {word} by more than a factor of 2. Start again from: {_first(worked)}"
+    return (f"Too {word} by more than a factor of 10 — check the units and the formula. "
+            f"Start from: {_first(worked)}")
 
 
 def _first(worked: Worked) -> str:
     step = worked.steps[0]
-    return f"{step.step[0].lower() + step.step[1:]} ({step.formula})."
+    return f"{_lower(step.step)} ({step.formula})."
+
+
+def _lower(text: str) -> str:
+    """"The bubble" → "the bubble", but "FLOPs per token" stays."""
+    return text[0].lower() + text[1:] if text[1:2].islower() else text
 
 
 _FACTOR_HINTS = (
@@ -181,9 +192,13 @@ def _coords(template: Template, given: dict, worked: Worked, answer: Any):
     right = [k for k in keys if values[k] == worked.answer[k]]
     wrong = [k for k in keys if values[k] != worked.answer[k]]
     said = ("coordinates " + ", ".join(f"{k} = {values[k]}" for k in keys))
+    # point at the step that computes the first wrong coordinate, where there is one
+    step = next((s for s in worked.steps if s.step.startswith(f"{wrong[0]}:")
+                 or s.step.lower().startswith(wrong[0].lower())), worked.steps[0])
+    where = f"Recheck {_lower(step.step)} ({step.formula})."
     return False, said, (f"{_list(right)} {'is' if len(right) == 1 else 'are'} right; "
                          f"{_list(wrong)} {'is' if len(wrong) == 1 else 'are'} not. "
-                         if right else f"None of {_list(wrong)} is right. ") + _first(worked)
+                         if right else f"None of {_list(wrong)} is right. ") + where
 
 
 def _list(words: list[str]) -> str:

@@ -45,9 +45,20 @@ class Step:
             return f"{num(self.value, 4)} {self.unit}".strip()
         return f"{self.value} {self.unit}".strip()
 
+    def line(self) -> str:
+        """"Fp16 gradients: 2Ψ = 2 × 7.5×10⁹ = 15 GB": the step as a sheet prints it."""
+        shown = self.shown()
+        parts = [self.formula]
+        if self.numbers and self.numbers not in (self.formula, shown, str(self.value)):
+            parts.append(self.numbers)
+        if shown not in parts:
+            parts.append(shown)
+        return f"{self.step}: " + " = ".join(p for p in parts if p)
+
     def to_dict(self) -> dict:
         return {"step": self.step, "formula": self.formula, "numbers": self.numbers,
-                "value": self.value, "unit": self.unit, "shown": self.shown()}
+                "value": self.value, "unit": self.unit, "shown": self.shown(),
+                "line": self.line()}
 
 
 @dataclass(frozen=True)

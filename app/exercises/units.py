@@ -320,3 +320,18 @@ def amount(value, unit: str) -> str:
         return sci(*(lambda m, e: (m.rstrip("0").rstrip("."), int(e)))(*f"{value:.3e}".split("e"))) + " FLOP"
     text = num(value, 4) if not float(value).is_integer() or abs(value) >= 1e6 else f"{int(value):,}"
     return f"{text} {unit}".strip()
+
+
+def given_text(value) -> str:
+    """A given as a problem's table shows it: 7,500,000,000; 0.0032; [14, 0, 2]; tp = 1, …"""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() and abs(value) >= 1e4 else f"{value:g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} = {given_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(given_text(v) for v in value) + "]"
+    return str(value)
