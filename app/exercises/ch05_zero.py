@@ -73,6 +73,9 @@ class ZeroModelStates:
             Mistake(total - states.optimizer / 3,
                     "Too low by exactly the fp32 master copy: mixed-precision Adam keeps the "
                     "master weights (4 bytes) besides momentum and variance, K = 12."),
+            Mistake(states.params + states.grads, "Add the optimizer states: K = 12 bytes a "
+                                                  "parameter (fp32 master, momentum, variance)"
+                                                  + (", divided over N_d." if stage else ".")),
             Mistake(2 * psi + 18 * psi / dp, "That is DeepSpeed's estimator (it counts an fp32 "
                     "copy of the gradients: 2Ψ + 18Ψ/N_d); ZeRO's Table 1 counts 2 + 2 + K."),
         ]

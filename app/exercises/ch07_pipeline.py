@@ -346,7 +346,7 @@ class ZbH1Bubble:
           unit="bytes", title="Activation memory of the first pipeline stage",
           source="Korthikanti et al. 2022 §4.2.3: the first stage holds L layers' worth under "
                  "1F1B; interleaved × (1 + (p−1)/(p·v))",
-          ranges={"layers": (24, 128), "stages": (2, 16), "per_layer_mib": (50, 3000),
+          ranges={"layers": (6, 128), "stages": (2, 16), "per_layer_mib": (40, 3000),
                   "schedule": ("1f1b", "interleaved"), "chunks": (1, 4)})
 class FirstStageActivations:
     @staticmethod

@@ -458,7 +458,7 @@ class CheckpointPeak:
 @exercise("grad-accum-global-batch", chapter=8, scene="checkpointing", kind="integer",
           unit="sequences", title="The global batch of gradient accumulation",
           source="global batch = micro_batch × grad_accum × dp (Megatron-LM, DeepSpeed)",
-          ranges={"global": (64, 4096), "micro_batch": (1, 16), "dp": (2, 512)},
+          ranges={"global": (16, 65536), "micro_batch": (1, 16), "dp": (2, 512)},
           scene_hides=("grad_accum",))
 class GradAccumSteps:
     @staticmethod

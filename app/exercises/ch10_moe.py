@@ -230,7 +230,7 @@ class MoeZLoss:
           title="Where a token and its expert live",
           source="DESIGN.md /api/moe: token t lives on rank t // (T/ep), expert e on rank "
                  "e // (E/ep)",
-          ranges={"tokens": (256, 8192), "experts": (8, 256), "ep": (2, 64)},
+          ranges={"tokens": (128, 16384), "experts": (8, 256), "ep": (2, 64)},
           keys=("token_rank", "expert_rank"))
 class MoePlacement:
     @staticmethod
@@ -281,7 +281,7 @@ def _uniform(tokens: int, top_k: int, ep: int) -> np.ndarray:
           title="What the dispatch all-to-all sends",
           source="Lepikhin et al. 2020 (GShard): each rank sends its tokens × k to the experts' "
                  "ranks; (ep−1)/ep of them leave",
-          ranges={"tokens": (1024, 16384), "top_k": (1, 8), "hidden": (2048, 8192),
+          ranges={"tokens": (512, 65536), "top_k": (1, 8), "hidden": (2048, 8192),
                   "ep": (2, 64)})
 class MoeAllToAllBytes:
     @staticmethod

@@ -281,7 +281,7 @@ class Mfu:
 @exercise("step-mfu", chapter=11, scene="planner", kind="number", unit="fraction",
           title="MFU from a step time",
           source="Chowdhery et al. 2022 (PaLM) App. B; tokens per step = global batch × sequence",
-          ranges={"params": (1e9, 1e12), "global_batch": (256, 4096), "seq": (2048, 8192),
+          ranges={"params": (5e8, 1e12), "global_batch": (256, 4096), "seq": (2048, 8192),
                   "gpus": (64, 16384), "step_s": (0.5, 60), "peak_tflops": PEAK_TFLOPS})
 class StepMfu:
     @staticmethod
@@ -331,7 +331,7 @@ class StepMfu:
           title="How long a training run takes",
           source="Kaplan et al. 2020 / PaLM: training FLOPs = 6·N·D; time = 6ND / (GPUs · peak "
                  "· MFU)",
-          ranges={"params": (1e9, 1e12), "tokens": (1e11, 2e13), "gpus": (256, 16384),
+          ranges={"params": (5e8, 1e12), "tokens": (1e11, 2e13), "gpus": (256, 16384),
                   "peak_tflops": PEAK_TFLOPS, "mfu": (0.25, 0.6)})
 class TrainDays:
     @staticmethod

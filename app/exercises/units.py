@@ -45,19 +45,23 @@ class Quantity:
         return ", ".join(seen[:16])
 
 
+def _power(base: int, exponent: int) -> str:
+    return f"{base}" + str(exponent).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+
+
 def _prefixed(base: str, said: str, decimal: bool = True, binary: bool = False,
               small: bool = False) -> list[tuple[str, float, str]]:
     out = [(base, 1.0, said)]
     if decimal:
         for p, f in (("k", 1e3), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15),
                      ("E", 1e18)):
-            out.append((p + base, f, f"{p}{base} = 10^{round(math.log10(f))} {said}"))
+            out.append((p + base, f, f"{p}{base} = {_power(10, round(math.log10(f)))} {said}"))
     if binary:
         for p, k in (("Ki", 10), ("Mi", 20), ("Gi", 30), ("Ti", 40), ("Pi", 50)):
-            out.append((p + base, 2.0 ** k, f"{p}{base} = 2^{k} {said}"))
+            out.append((p + base, 2.0 ** k, f"{p}{base} = {_power(2, k)} {said}"))
     if small:
         for p, f in (("m", 1e-3), ("µ", 1e-6), ("μ", 1e-6), ("u", 1e-6), ("n", 1e-9)):
-            out.append((p + base, f, f"{p}{base} = 10^{round(math.log10(f))} {said}"))
+            out.append((p + base, f, f"{p}{base} = {_power(10, round(math.log10(f)))} {said}"))
     return out
 
 
@@ -70,7 +74,7 @@ def _counts(nouns: tuple[str, ...]) -> tuple[tuple[str, float, str], ...]:
     for noun in nouns:
         out.append((noun, 1.0, noun))
     for word, f in _COUNT_WORDS:
-        out.append((word, f, f"{word} = {f:.0e}".replace("e+0", "e").replace("e+", "e")))
+        out.append((word, f, f"{word} = {_power(10, round(math.log10(f)))}"))
         for noun in nouns:
             out.append((f"{word} {noun}", f, f"{word} {noun}"))
             out.append((f"{word}{noun}", f, f"{word} {noun}"))
@@ -95,9 +99,9 @@ RATIO = Quantity("a ratio", (("", 1.0, "a ratio"), ("×", 1.0, "a ratio (×)"),
 BANDWIDTH = Quantity("bandwidth", tuple(
     _prefixed("B/s", "bytes/s", binary=True)
     + [("", 1.0, "bytes/s"), ("bytes/s", 1.0, "bytes/s")]
-    + [(p + "b/s", f / 8, f"{p}b/s = 10^{round(math.log10(f))} bits/s")
+    + [(p + "b/s", f / 8, f"{p}b/s = {_power(10, round(math.log10(f)))} bits/s")
        for p, f in (("M", 1e6), ("G", 1e9), ("T", 1e12))]
-    + [(p + "bit/s", f / 8, f"{p}bit/s = 10^{round(math.log10(f))} bits/s")
+    + [(p + "bit/s", f / 8, f"{p}bit/s = {_power(10, round(math.log10(f)))} bits/s")
        for p, f in (("M", 1e6), ("G", 1e9), ("T", 1e12))]), "bytes/s")
 FLOPS = Quantity("floating-point operations", tuple(
     [("", 1.0, "FLOP")] + _prefixed("FLOP", "FLOP") + _prefixed("FLOPs", "FLOP")[1:]
