@@ -26,13 +26,13 @@ from app.exercises.units import PROBLEM_UNITS, AnswerError, amount, convert
 
 def problem(template: Template, seed: int) -> dict:
     """The contract's problem: id, seed, chapter, prompt, given, unit, kind, choices?,
-    scene_url — and never the answer."""
+    scene_url — and never the answer (the template's source, whose text may quote a published
+    value, comes with the solution)."""
     given = template.given(seed)
     body = {"id": template.id, "seed": seed, "version": GENERATOR_VERSION,
             "chapter": template.chapter, "scene": template.scene, "title": template.title,
             "prompt": template.prompt(given), "given": given, "unit": template.unit,
-            "kind": template.kind, "scene_url": template.scene_url(given),
-            "source": template.source}
+            "kind": template.kind, "scene_url": template.scene_url(given)}
     if template.kind == "choice":
         body["choices"] = list(template.choices(given))
     if template.kind == "coords":

@@ -207,7 +207,7 @@ def convert(text_or_number, unit: ProblemUnit) -> tuple[float, str]:
             raise AnswerError("answer must be a finite number")
         return value, _plain(unit)
     value, spelled = read_number(text_or_number)
-    if spelled == "" or spelled.lower() == unit.name.lower():
+    if spelled == "" or spelled == unit.name:
         return value, _plain(unit)
     quantity = unit.quantity
     found = quantity.find(spelled, exact=True) or quantity.find(spelled, exact=False)
