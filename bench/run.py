@@ -15,6 +15,8 @@
 5. The five heaviest states of every scene (bench/heaviest.py: a bounded search over each params
    model's extremes), their page, /api and /svg, time and size.
 6. Exports of a 30-frame scene: GIF, PDF, PPTX, HTML (< 5 s) and MP4 (< 10 s), uncached.
+7. Exercises (bench/exercises.py): /api/exercises/<id> p99 ≤ 10 ms, a sheet PDF of 8 problems
+   < 3 s.
 
 Results go to bench/results/latest.json and between the bench markers of README.md.
 """
@@ -31,7 +33,7 @@ import urllib.request
 from datetime import datetime, timezone
 
 from app.main import SCENES
-from bench import browser, exports, heaviest, jump_split, planner
+from bench import browser, exercises, exports, heaviest, jump_split, planner
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -113,6 +115,7 @@ def run(quick: bool) -> dict:
         results["browser"] = browser.measure(app_url, SCENES, moves=30 if quick else 60)
         results["verify"] = verify_cold_warm(app_url)
         results["exports"] = exports.measure(app_url)
+        results["exercises"] = exercises.measure(app_url, quick)
     results["planner"] = planner.measure()
     # the five heaviest states of each scene a bounded search finds (bench/heaviest.py)
     results["heaviest_states"] = heaviest.heaviest(SCENES)
@@ -180,6 +183,7 @@ def table(r: dict) -> str:
                     f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     rows.extend(exports.rows(r.get("exports", {}), mark))
+    rows.extend(exercises.rows(r.get("exercises", {}), mark))
     if "planner" in r:
         rows.extend(planner.rows(r["planner"]))
     m = r["machine"]

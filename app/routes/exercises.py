@@ -18,6 +18,7 @@ functions of (path, query, app version); a check is ``no-store``.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from urllib.parse import parse_qs
 
 import orjson
@@ -75,6 +76,12 @@ def form_answer(t: Template, form: dict[str, list[str]]) -> object:
     return (form.get("answer") or [""])[0]
 
 
+@lru_cache(maxsize=4096)
+def problem_json(id: str, seed: int) -> bytes:
+    """A problem's JSON, kept: a pure function of (id, seed) and the app's version."""
+    return orjson.dumps(problem(find(id), seed))
+
+
 def exercises_router(scenes) -> APIRouter:
     router = APIRouter(tags=["Exercises"])
     titles = {s.slug: s.title for s in scenes}
@@ -100,7 +107,7 @@ def exercises_router(scenes) -> APIRouter:
             seed = parse_seed(request.query_params.get("seed"), DEFAULT_SEED)
         except AnswerError as error:
             return _error(error)
-        return Response(orjson.dumps(problem(t, seed)), media_type=JSON)
+        return Response(problem_json(t.id, seed), media_type=JSON)
 
     @router.post("/api/exercises/{id}/check", summary="Check an answer; reveal the solution",
                  responses={"404": {"description": "unknown id"},
