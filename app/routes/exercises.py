@@ -191,8 +191,9 @@ def exercises_router(scenes) -> APIRouter:
                 raise AnswerError("Type an answer first — or show the solution.")
             result = check(t, seed, None if blank else answer, reveal)
         except AnswerError as error:
-            # the page says what could not be read, and keeps what was typed
-            result = {"error": error.message}
+            # the page says what could not be read, and keeps what was typed; asking for the
+            # solution shows it whatever was typed
+            result = check(t, seed, None, True) if reveal else {"error": error.message}
         return problem_page(request, t, seed, result, answer)
 
     # --- sheets ---------------------------------------------------------------------------
