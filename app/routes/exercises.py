@@ -9,6 +9,7 @@
     GET  /exercises/{id}?seed=S                 one problem (a permalink); POST checks a form
     GET  /exercises/{chapter}/sheet.{html,pdf}?seed=S&n=8   a lecturer's sheet
     GET  /exercises/{chapter}/key.{html,pdf}?seed=S&n=8     its answer key
+    GET  /api/predict/{scene}?<query>           what each step computes (the scenes' predict mode)
 
 Handlers only parse, call app/exercises and render. An unknown id or chapter is a 404; a bad
 seed, n, body or answer a 422 naming the field and what is accepted. GET answers are pure
@@ -30,8 +31,11 @@ from app.course import CHAPTERS
 from app.exercises import template as find, templates
 from app.exercises.check import check, parse_seed, problem
 from app.exercises.model import BANK, Template
+from app.exercises.predict import questions
 from app.exercises.sheet import chapter_number, parse_count, sheet
 from app.exercises.units import AnswerError, given_text
+from app.params import ParamsError, parse
+from app.scene import trace_of
 from app.templating import render
 
 JSON = "application/json"
@@ -85,10 +89,28 @@ def problem_json(id: str, seed: int) -> bytes:
 def exercises_router(scenes) -> APIRouter:
     router = APIRouter(tags=["Exercises"])
     titles = {s.slug: s.title for s in scenes}
+    by_slug = {s.slug: s for s in scenes}
 
     def chapters() -> list[dict]:
         return [{"number": c.number, "title": c.title, "templates": BANK.chapter(c.number)}
                 for c in CHAPTERS if BANK.chapter(c.number)]
+
+    @router.get("/api/predict/{slug}", summary="What each step of a scene computes, for its "
+                                              "predict mode (the values, to reveal)",
+                responses={"404": {"description": "unknown scene"},
+                           "422": {"description": "bad query"}})
+    def predict(slug: str, request: Request):
+        scene = by_slug.get(slug)
+        if scene is None:
+            return _not_found(repr(slug))
+        try:
+            params = parse(scene.params, request.query_params)
+        except ParamsError as error:
+            return Response(orjson.dumps(error.to_dict()), status_code=422, media_type=JSON)
+        trace = trace_of(scene, params)
+        return Response(orjson.dumps({"scene": slug, "frames": scene.frame_count(trace),
+                                      "questions": questions(slug, params, trace)}),
+                        media_type=JSON)
 
     @router.get("/api/exercises", summary="Every problem template, in course order")
     def list_exercises():
