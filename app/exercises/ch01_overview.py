@@ -9,7 +9,7 @@ Answers call :mod:`app.sim.memory.model_states`, :class:`app.sim.models.ModelSha
 
 from __future__ import annotations
 
-from app.exercises.common import params, psi_text
+from app.exercises.common import params, plural, psi_text
 from app.exercises.model import Mistake, Step, Worked, exercise
 from app.exercises.units import num
 from app.sim.memory import activations, model_states
@@ -140,7 +140,7 @@ class ActivationsWholeModel:
     @staticmethod
     def prompt(g):
         return (f"A GPT with L = {g['layers']} layers, h = {g['hidden']}, a = {g['heads']} "
-                f"heads trains on micro-batches of b = {g['micro_batch']} sequences of "
+                f"heads trains on micro-batches of b = {plural(g['micro_batch'], 'sequence')} of "
                 f"s = {g['seq']} tokens on one GPU (no parallelism, no recomputation; 16-bit "
                 f"activations, 1-byte dropout masks). How many bytes of activations does the "
                 f"forward pass keep for the backward pass, over all layers?")

@@ -59,8 +59,8 @@ class RingAllReduceBytes:
 
     @staticmethod
     def prompt(g):
-        return (f"N = {g['ranks']} GPUs all-reduce a buffer of M = {num(g['bytes'])} bytes "
-                f"({bytes_text(g['bytes'])}) that each of them holds, with the ring algorithm. "
+        return (f"N = {g['ranks']} GPUs all-reduce a buffer of M = {bytes_text(g['bytes'])} — "
+                f"{num(g['bytes'], 12)} bytes — that each of them holds, with the ring algorithm. "
                 f"How many bytes does each GPU send?")
 
     @staticmethod
@@ -103,8 +103,8 @@ class RingAllReduceTime:
 
     @staticmethod
     def prompt(g):
-        return (f"N = {g['ranks']} GPUs all-reduce M = {num(g['bytes'])} bytes "
-                f"({bytes_text(g['bytes'])}) each with the ring algorithm. Every message "
+        return (f"N = {g['ranks']} GPUs all-reduce M = {bytes_text(g['bytes'])} — "
+                f"{num(g['bytes'], 12)} bytes — each with the ring algorithm. Every message "
                 f"costs α = {g['alpha_us']:g} µs plus its bytes over β = {g['link_gbs']:g} GB/s "
                 f"(10⁹ bytes/s) per link, and all ranks send at once. How long does the "
                 f"all-reduce take, in seconds?")
@@ -241,8 +241,8 @@ class ReduceScatterTime:
 
     @staticmethod
     def prompt(g):
-        return (f"N = {g['ranks']} GPUs reduce-scatter a tensor of S = {num(g['bytes'])} bytes "
-                f"({bytes_text(g['bytes'])}) with the ring algorithm: each ends with the sum "
+        return (f"N = {g['ranks']} GPUs reduce-scatter a tensor of S = {bytes_text(g['bytes'])} — "
+                f"{num(g['bytes'], 12)} bytes — with the ring algorithm: each ends with the sum "
                 f"of one 1/N chunk. Messages cost α = {g['alpha_us']:g} µs plus bytes over "
                 f"β = {g['link_gbs']:g} GB/s. How long does it take, in milliseconds?")
 

@@ -137,7 +137,7 @@ class AdamStep:
         before = ("m and v start at 0" if g["step"] == 1 else
                   f"after step {g['step'] - 1} its moments are m = {g['m']:g} and v = {g['v']:g}")
         return (f"Adam (lr η = {g['lr']:g}, β₁ = {g['beta1']:g}, β₂ = {g['beta2']:g}, "
-                f"ε = {g['eps']:g}, no weight decay) updates one weight; {before}. At step "
+                f"ε = 10⁻⁸, no weight decay) updates one weight; {before}. At step "
                 f"t = {g['step']} its gradient is g = {g['g']:g}. By how much does the weight "
                 f"change (Δw, with its sign)?")
 
@@ -193,7 +193,7 @@ class AdamWStep:
     @staticmethod
     def prompt(g):
         return (f"AdamW (η = {g['lr']:g}, λ = {g['weight_decay']:g}, β₁ = {g['beta1']:g}, "
-                f"β₂ = {g['beta2']:g}, ε = {g['eps']:g}) takes its first step on a weight "
+                f"β₂ = {g['beta2']:g}, ε = 10⁻⁸) takes its first step on a weight "
                 f"w = {g['w']:g} whose gradient is g = {g['g']:g}. What is the weight after the "
                 f"step?")
 

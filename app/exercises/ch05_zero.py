@@ -376,12 +376,12 @@ class DeepSpeedEstimate:
 
     @staticmethod
     def prompt(g):
-        extra = (f" Its largest layer has {count_text(g['largest_layer'])} parameters "
-                 f"({num(g['largest_layer'])})." if g["stage"] == 3 else "")
+        extra = (f" (its largest layer: {count_text(g['largest_layer'])} parameters, "
+                 f"{num(g['largest_layer'])})" if g["stage"] == 3 else "")
         return (f"DeepSpeed's estimator counts 18 bytes of partitioned state per parameter "
                 f"(fp32 master weights, momentum, variance and an fp32 copy of the gradients) "
                 f"on top of the fp16 parameters. For a model of {psi_text(g['params'])} "
-                f"parameters on N_d = {g['dp']} GPUs with ZeRO stage {g['stage']},{extra} what "
+                f"parameters{extra} on N_d = {g['dp']} GPUs with ZeRO stage {g['stage']}, what "
                 f"does it estimate each GPU needs for model states, in bytes?")
 
     @staticmethod

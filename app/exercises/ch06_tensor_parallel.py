@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.exercises.common import plural
 from app.exercises.model import Mistake, Step, Worked, exercise
 from app.exercises.units import num
 from app.sim.collectives.cost import Links
@@ -54,7 +55,8 @@ def _activations(g, sp: bool) -> float:
 
 def _layer_words(g) -> str:
     return (f"a GPT layer (h = {g['hidden']}, a = {g['heads']} heads, MLP 4h) on micro-batches "
-            f"of b = {g['micro_batch']} sequences of s = {g['seq']} tokens, 16-bit activations")
+            f"of b = {plural(g['micro_batch'], 'sequence')} of s = {g['seq']} tokens, 16-bit "
+            f"activations")
 
 
 def _scene(g, sp: bool = False) -> dict:

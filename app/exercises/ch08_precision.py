@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from app.exercises.common import plural
 from app.exercises.model import Mistake, Step, Worked, exercise
 from app.exercises.units import num
 from app.sim import flops
@@ -44,7 +45,8 @@ class ActivationMemory:
     def prompt(g):
         sp = " with sequence parallelism" if g["sequence_parallel"] else ""
         return (f"A GPT layer with h = {g['hidden']}, a = {g['heads']} heads runs a micro-batch "
-                f"of b = {g['micro_batch']} sequences of s = {g['seq']} tokens, tensor-parallel "
+                f"of b = {plural(g['micro_batch'], 'sequence')} of s = {g['seq']} tokens, "
+                f"tensor-parallel "
                 f"over t = {g['tp']}{sp}, no recomputation, 16-bit activations and 1-byte "
                 f"dropout masks. How many bytes of activations does the layer keep for backward "
                 f"on one GPU?")
@@ -56,7 +58,7 @@ class ActivationMemory:
         kept = activations.per_layer_bytes(activations.LayerShape(s, b, h, a), t, sp)
         sbh, scores = s * b * h, 5 * a * s / (h * t)
         if sp:
-            inner = (f"34/t + 5as/(ht)", f"34 / {t} + 5 × {a} × {s} / ({h} × {t})", 34 / t + scores)
+            inner = ("34/t + 5as/(ht)", f"34 / {t} + 5 × {a} × {s} / ({h} × {t})", 34 / t + scores)
         else:
             inner = ("10 + 24/t + 5as/(ht)", f"10 + 24 / {t} + 5 × {a} × {s} / ({h} × {t})",
                      10 + 24 / t + scores)
@@ -470,7 +472,7 @@ class GradAccumSteps:
     def prompt(g):
         return (f"A run wants a global batch of {g['global']} sequences per optimizer step. It "
                 f"has dp = {g['dp']} data-parallel replicas, and only micro-batches of "
-                f"{g['micro_batch']} sequences fit in memory. How many micro-batches must each "
+                f"{plural(g['micro_batch'], 'sequence')} fit in memory. How many micro-batches must each "
                 f"replica accumulate before every optimizer step?")
 
     @staticmethod

@@ -67,7 +67,7 @@ class LayoutRankCoords:
         coords = layout_of(g).coords(g["rank"])
         answer = {n: coords[n] for n in DENSE_AXES}
         names = [n for n in g["order"].split("-") if n != "ep"]
-        steps, rest, stride = [], g["rank"], 1
+        steps, stride = [], 1
         for n in names:
             steps.append(Step(f"{n}: the digit of base {g[n]} (stride {stride})",
                               f"⌊r / {stride}⌋ mod {g[n]}", f"floor({g['rank']} / {stride}) - "

@@ -44,3 +44,8 @@ def gb(n_bytes: float) -> str:
 
 def ordinal_list(values) -> str:
     return ", ".join(str(v) for v in values)
+
+
+def plural(n: int, word: str) -> str:
+    """"1 sequence", "4 sequences"."""
+    return f"{n} {word}" + ("" if n == 1 else "s")

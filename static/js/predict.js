@@ -64,8 +64,10 @@
     prompt = document.createElement("div");
     prompt.className = "predict-prompt";
     prompt.setAttribute("role", "status");
-    var frame = root.querySelector(".deck-frame") || root;
-    frame.appendChild(prompt);
+    // in the caption's place: the caption of a hidden step is hidden too, the figure stays whole
+    var captions = root.querySelector("[data-captions]");
+    if (captions) captions.insertAdjacentElement("afterend", prompt);
+    else (root.querySelector(".deck-frame") || root).appendChild(prompt);
     return prompt;
   }
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from app.exercises import templates
-from app.exercises.check import close, expected_text
+from app.exercises.check import expected_text
 from app.exercises.model import BANK
 from app.exercises.units import evaluate
 
