@@ -14,30 +14,12 @@ import sys
 import time
 from urllib.parse import urlsplit
 
-from bench.http_load import latency_ms, percentile
+from bench.http_load import latency_ms
 
 API_P99_MS = 10
 SHEET_S = 3.0
 IDS = ("zero-model-states", "ring-allreduce-time", "pipeline-bubble", "moe-capacity",
        "activation-memory", "layout-rank-coords")
-
-
-def check_ms(url: str, body: dict, requests: int = 300, warmup: int = 20) -> dict:
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-    payload, times = json.dumps(body), []
-    for i in range(warmup + requests):
-        t0 = time.perf_counter()
-        conn.request("POST", f"{parts.path}?{parts.query}", payload,
-                     {"content-type": "application/json"})
-        response = conn.getresponse()
-        response.read()
-        if response.status != 200:
-            raise RuntimeError(f"{url} answered {response.status}")
-        if i >= warmup:
-            times.append((time.perf_counter() - t0) * 1000)
-    conn.close()
-    return {"p50_ms": percentile(times, 50), "p99_ms": percentile(times, 99), "n": requests}
 
 
 def sheet_s(base: str, chapter: int, seed: int, key: bool = False) -> float:
@@ -57,8 +39,9 @@ def measure(base: str, quick: bool = False) -> dict:
     out = {"api": {}, "sheets": {}}
     for i, id_ in enumerate(IDS):
         out["api"][id_] = latency_ms(f"{base}/api/exercises/{id_}?seed={7 + i}", requests)
-    out["check"] = check_ms(f"{base}/api/exercises/pipeline-bubble/check?seed=3",
-                            {"answer": "0.5"}, requests // 3)
+    out["check"] = latency_ms(f"{base}/api/exercises/pipeline-bubble/check?seed=3",
+                              requests // 3, 20, "POST", json.dumps({"answer": "0.5"}).encode(),
+                              {"content-type": "application/json"})
     seed = int(time.time()) % 100000 + 1000           # cold: not asked before
     for chapter in range(1, 12):
         out["sheets"][chapter] = {"sheet_s": sheet_s(base, chapter, seed),

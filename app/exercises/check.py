@@ -17,10 +17,11 @@ answer. ``check(template, seed, answer, reveal)`` is the body of ``POST …/chec
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from app.exercises.draw import GENERATOR_VERSION
-from app.exercises.model import RELATIVE_TOLERANCE, Template, Worked
+from app.exercises.model import BANK, RELATIVE_TOLERANCE, Template, Worked
 from app.exercises.units import PROBLEM_UNITS, AnswerError, amount, convert
 
 
@@ -40,9 +41,20 @@ def problem(template: Template, seed: int) -> dict:
     return body
 
 
-def check(template: Template, seed: int, answer: Any, reveal: bool = False) -> dict:
+@lru_cache(maxsize=4096)
+def _solved(template_id: str, seed: int) -> tuple[dict, Worked]:
+    """(givens, worked solution) of a problem: pure functions of (id, seed), kept."""
+    template = BANK.templates[template_id]
     given = template.given(seed)
-    worked = template.solve(given)
+    return given, template.solve(given)
+
+
+def check(template: Template, seed: int, answer: Any, reveal: bool = False) -> dict:
+    if BANK.templates.get(template.id) is template:
+        given, worked = _solved(template.id, seed)
+    else:                                   # a template outside the bank (tests)
+        given = template.given(seed)
+        worked = template.solve(given)
     reader = {"number": _number, "integer": _integer, "choice": _choice, "coords": _coords,
               "ranks": _ranks}[template.kind]
     if answer is None and reveal:

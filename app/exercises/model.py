@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from app.exercises.draw import GENERATOR_VERSION, Draw
+from app.params import option_value
 from app.exercises.units import PROBLEM_UNITS, amount, num
 
 KINDS = ("number", "integer", "choice", "coords", "ranks")
@@ -104,17 +105,9 @@ class Template:
         return self.draw(Draw(self.id, seed, version))
 
     def scene_url(self, given: dict, solved: bool = False) -> str:
-        query = {k: _query_value(v) for k, v in self.scene_query(given).items()
+        query = {k: option_value(v) for k, v in self.scene_query(given).items()
                  if v is not None and (solved or k not in self.scene_hides)}
         return f"/{self.scene}" + (f"?{urlencode(query)}" if query else "")
-
-
-def _query_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 @dataclass

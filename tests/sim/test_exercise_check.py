@@ -7,6 +7,7 @@ stopping a step early) and no hint states the answer."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -76,13 +77,9 @@ def test_coordinates_and_rank_lists_are_read_in_every_spelling():
 
 
 def verdict(id_, given, answer, reveal=False):
-    t = BANK.templates[id_]
-    original = t.draw
-    object.__setattr__(t, "draw", lambda d: dict(given))
-    try:
-        return check(t, 0, answer, reveal)
-    finally:
-        object.__setattr__(t, "draw", original)
+    """The check of template ``id_`` at these givens (a copy of it that draws them)."""
+    t = replace(BANK.templates[id_], draw=lambda d: dict(given))
+    return check(t, 0, answer, reveal)
 
 
 RING = {"ranks": 8, "bytes": 1_000_000_000}          # answer 1.75e9 bytes
