@@ -70,8 +70,8 @@ class LayoutRankCoords:
         steps, stride = [], 1
         for n in names:
             steps.append(Step(f"{n}: the digit of base {g[n]} (stride {stride})",
-                              f"⌊r / {stride}⌋ mod {g[n]}", f"floor({g['rank']} / {stride}) - "
-                              f"{g[n]} × floor({g['rank']} / {stride * g[n]})", answer[n], ""))
+                              f"⌊r / {stride}⌋ mod {g[n]}", f"⌊{g['rank']} / {stride}⌋ mod {g[n]}",
+                              answer[n], ""))
             stride *= g[n]
         reversed_ = Layout(tuple(reversed(g["order"].split("-"))), layout_of(g).sizes, 8).coords(
             g["rank"])

@@ -262,15 +262,15 @@ def num(x: float, digits: int = 5) -> str:
 
 def evaluate(expression: str) -> float:
     """A worked step's arithmetic as printed ("2 × 7.5×10⁹ + 12 × 7.5×10⁹ / 64"), evaluated:
-    × · → *, ÷ → /, − → -, ⌈x⌉ → ceil, ⌊x⌋ → floor, ^ → **, min/max/log2/sqrt."""
+    × · → *, ÷ → /, − → -, ⌈x⌉ → ceil, ⌊x⌋ → floor, ^ → **, mod → %, min/max/log2/sqrt."""
     text = expression.replace("−", "-")
     text = re.sub(r"(\d(?:\.\d+)?)×10([⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)",
                   lambda m: f"{m[1]}e{m[2].translate(SUPERSCRIPT)}", text)
     text = re.sub(r"10([⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)", lambda m: f"1e{m[1].translate(SUPERSCRIPT)}", text)
     for a, b in (("×", "*"), ("·", "*"), ("÷", "/"), ("^", "**"), ("⌈", "ceil("), ("⌉", ")"),
-                 ("⌊", "floor("), ("⌋", ")"), ("√", "sqrt"), (",", ",")):
+                 ("⌊", "floor("), ("⌋", ")"), ("√", "sqrt"), (" mod ", " % ")):
         text = text.replace(a, b)
-    if re.search(r"[^0-9eE.+\-*/() ,a-z_]", text):
+    if re.search(r"[^0-9eE.+\-*/() ,a-z_%]", text):
         raise ValueError(f"not arithmetic: {expression!r}")
     names = {"ceil": math.ceil, "floor": math.floor, "min": min, "max": max, "log2": math.log2,
              "sqrt": math.sqrt, "abs": abs, "log": math.log, "exp": math.exp}
