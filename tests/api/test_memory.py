@@ -13,7 +13,7 @@ import pytest
 from app.sim.memory.params import MemoryParams
 from app.sim.memory.params import resolve
 from app.sim.memory.simulate import simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 
 QUERIES = [
     "",

@@ -16,7 +16,7 @@ from app.sim.memory import activations
 from app.sim.checkpointing.simulate import (FRAMES_TARGET, best_k, full_peak, layer_bytes, model_of,
                                    simulate, timeline)
 from app.sim.flops import iteration_flops
-from app.sim.models import PRESETS, resolve
+from app.catalog.models import PRESETS, resolve
 
 MIB = 2**20
 

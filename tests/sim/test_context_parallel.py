@@ -24,8 +24,8 @@ from app.sim.context_parallel.methods import heads_to_seq, seq_to_heads
 from app.sim.context_parallel.params import MAX_SEQ, ContextParallelParams
 from app.sim.context_parallel.simulate import simulate
 from app.sim.context_parallel.volumes import elements_sent
-from app.sim.memory.fit import GPUS
-from app.sim.models import PRESETS
+from app.catalog.gpus import GPUS
+from app.catalog.models import PRESETS
 
 TOL = 1e-9
 METHODS = ("ring", "all_gather", "ulysses", "hybrid")

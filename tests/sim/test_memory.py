@@ -16,7 +16,7 @@ from app.sim.memory.activations import LayerShape, korthikanti_table2, per_layer
 from app.sim.memory.ledger import MemoryConfig, adafactor_elements, ledger
 from app.sim.memory.fit import GPUS, deepspeed_comparison, max_micro_batch, plan, suggestions
 from app.sim.memory.simulate import simulate_config
-from app.sim.models import PRESETS, ModelShape
+from app.catalog.models import PRESETS, ModelShape
 
 GPT3 = PRESETS["gpt3-175b"]
 MiB = 2**20

@@ -193,7 +193,7 @@ def test_tp_traffic_by_hand_for_gpt2():
 def test_dp_traffic_is_a_ring_all_reduce_of_the_gradient_shard():
     p = ParallelismParams(model="gpt2", tp=1, dp=4, pp=1, ep=1, experts=1, gpus_per_node=8)
     (dp,) = [f for f in flows(p) if f.group == "dp"]
-    from app.sim.models import PRESETS
+    from app.catalog.models import PRESETS
     assert dp.bytes_per_step == round(2 * 3 / 4 * PRESETS["gpt2"].param_count() * 2)
 
 

@@ -13,7 +13,7 @@ from app.scenes.checkpointing import deck_svg as checkpointing_svg
 from app.scenes.checkpointing.check import CHECK, scaled_or_why
 from app.sim.checkpointing.params import CheckpointParams
 from app.sim.checkpointing.simulate import model_of, simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style, export_context
 
 

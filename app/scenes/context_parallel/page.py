@@ -17,7 +17,7 @@ from app.scenes.context_parallel.check import CHECK
 from app.sim.context_parallel.captions import METHOD_NAMES
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.simulate import scale_dict, simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style, export_context
 
 

@@ -15,7 +15,7 @@ from app.scenes.data_parallel import deck_svg as data_parallel_svg
 from app.scenes.data_parallel.check import CHECK
 from app.sim.data_parallel.params import DataParallelParams
 from app.sim.data_parallel.simulate import simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style
 
 

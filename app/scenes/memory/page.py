@@ -25,7 +25,7 @@ from app.sim.memory.ledger import count
 from app.sim.memory.params import MemoryParams
 from app.sim.memory.rank_states import rank_states
 from app.sim.memory.simulate import simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style
 
 PRESET_NAMES = {"gpt2": "GPT-2 124M", "gpt3-175b": "GPT-3 175B", "llama3-8b": "Llama-3 8B",

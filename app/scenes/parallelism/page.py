@@ -13,7 +13,7 @@ from app.scene import traced
 from app.scenes.parallelism import deck as view
 from app.scenes.parallelism import deck_svg as mesh_svg
 from app.scenes.parallelism.check import CHECK
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.parallelism.params import ParallelismParams
 from app.sim.parallelism.simulate import simulate
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render

@@ -10,7 +10,7 @@ from app.sim.planner.hardware import BAND, GPU_SPECS
 from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml
 from app.sim.planner.params import PlannerParams
 from app.sim.planner.simulate import published
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style
 
 

@@ -15,7 +15,7 @@ from app.scenes.tensor_parallel import deck as view
 from app.scenes.tensor_parallel import deck_svg as tp_svg
 from app.scenes.tensor_parallel import panels as tp_panels
 from app.scenes.tensor_parallel.check import CHECK
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.tensor_parallel.params import TensorParallelParams
 from app.sim.tensor_parallel.simulate import BLOCK_TITLES, simulate
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render

@@ -46,7 +46,7 @@ from app.sim import flops
 
 
 from app.sim.memory import model_states
-from app.sim.models import ModelShape, resolve
+from app.catalog.models import ModelShape, resolve
 from app.sim.trace import Frame
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ class CheckpointTrace:
 
 
 def model_of(p) -> ModelShape:
-    """The preset with the query's explicit sizes (app.sim.models.resolve)."""
+    """The preset with the query's explicit sizes (app.catalog.models.resolve)."""
     return resolve(p.preset, layers=p.layers, hidden=p.hidden, heads=p.heads,
                    kv_heads=p.kv_heads, ffn=p.ffn, vocab=p.vocab, seq=p.seq)
 

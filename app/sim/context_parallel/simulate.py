@@ -35,8 +35,8 @@ from app.sim.context_parallel.methods import Rows, Run, Step, run
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.volumes import elements_sent
 from app.sim.context_parallel.wall import CONTEXTS, Wall, wall
-from app.sim.memory.fit import GPUS
-from app.sim.models import PRESETS
+from app.catalog.gpus import GPUS
+from app.catalog.models import PRESETS
 from app.sim.trace import Frame, plain, readonly
 
 NEEDED_AT = (131072, 1048576)

@@ -35,7 +35,7 @@ from app.params import (
     ZeroStage,
 )
 from app.sim.memory.ledger import MemoryConfig
-from app.sim.models import PRESETS, ModelShape
+from app.catalog.models import PRESETS, ModelShape
 
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 

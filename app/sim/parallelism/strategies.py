@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.parallelism.traffic import Flow
 
 

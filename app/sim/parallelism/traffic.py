@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.parallelism.layout import Layout
 
 BYTES = 2

@@ -12,7 +12,7 @@ from app.params import (
     Control, Ffn, GpuModel, GpusPerNode, Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid,
     KvHeads, Layers, MicroBatch, Pp, Recompute, SceneParams, Seq, Tp, Vocab, ZeroStage,
 )
-from app.sim.models import PRESETS, resolve
+from app.catalog.models import PRESETS, resolve
 from app.sim.moe.presets import PRESETS as MOE_PRESETS
 from app.sim.planner.cost import Cluster
 from app.sim.planner.hardware import GPU_SPECS
