@@ -59,14 +59,15 @@ PARAM_SETS: dict[str, list[dict]] = {
                     {"tp": "1", "dp": "4", "pp": "2", "ep": "1", "order": "tp-cp-pp-ep-dp"}],
     "moe": [{}, {"tokens": "24", "experts": "6", "top_k": "3", "ep": "3",
                  "capacity_factor": "0", "drop_policy": "position", "router": "topk_softmax"},
-            {"skew": "2.5", "hidden": "4", "seed": "5", "aux_loss_coeff": "0.1",
+            {"skew": "2.5", "token_width": "4", "seed": "5", "aux_loss_coeff": "0.1",
              "z_loss_coeff": "0"}],
     "context-parallel": [{}, {"method": "ulysses", "cp": "2", "heads": "6", "kv_heads": "2",
                               "causal": "false", "seq": "10", "seed": "5"},
                          {"method": "hybrid", "cp": "8", "ulysses": "2", "balance": "zigzag",
                           "seq": "32", "heads": "8", "kv_heads": "4", "head_dim": "3"},
                          {"method": "all_gather", "cp": "3", "seq": "12", "heads": "3",
-                          "kv_heads": "1"}],
+                          "kv_heads": "1"},
+                         {"cp": "3", "seq": "8192", "example_seq": "24"}],
 }
 """Query parameters; the first set of each scene is its default."""
 
@@ -86,6 +87,8 @@ def run_values(slug: str, p):
             "optimizer", "precision")}})
     if slug == "checkpointing":
         return scaled_params(p)
+    if slug == "context-parallel":   # the worked example: seq up to 256 tokens, else example_seq
+        return SimpleNamespace(**{**p.model_dump(), **p.stage()})
     return p
 
 

@@ -37,8 +37,7 @@ def page_view(p: DataParallelParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"presets": [(name, f"{name} ({m.param_count() / 1e9:.3g} B)")
-                        for name, m in PRESETS.items()]}
+    return {}
 
 
 def export_view(p: DataParallelParams, trace, frame: int) -> dict:

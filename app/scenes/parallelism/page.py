@@ -54,16 +54,12 @@ def page_view(p: ParallelismParams, trace, frame: int) -> dict:
             "rank_rows_max": RANK_ROWS,
             "commands": trace.launch.commands[:NODE_COMMANDS],
             "processes": trace.launch.processes[:RANK_ROWS],
-            "model_name": p.model, "model": PRESETS[p.model],
+            "model_name": p.preset, "model": PRESETS[p.preset],
             "torchrun": torchrun_line(CHECK, p)}
 
 
 def form_view() -> dict:
-    return {"style": mesh_style(False),
-            "presets": [(name, f"{name} ({m.layers} layers, h {m.hidden})")
-                        for name, m in PRESETS.items()],
-            "gpn_choices": [1, 2, 4, 8, 16, 32, 64],
-            "seqs": [(s, f"{s:,}") for s in (1024, 2048, 4096, 8192, 16384, 32768, 131072)]}
+    return {"style": mesh_style(False)}
 
 
 def export_view(p: ParallelismParams, trace, frame: int) -> dict:

@@ -42,7 +42,7 @@ class Strategy:
 
 
 def strategies(params, flows: tuple[Flow, ...]) -> tuple[Strategy, ...]:
-    model = PRESETS[params.model]
+    model = PRESETS[params.preset]
     h, f, L = model.hidden, model.ffn, model.layers
     b, s = params.micro_batch, params.seq
     sent = {fl.group: fl.bytes_per_step for fl in flows}
