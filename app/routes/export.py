@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from app.export import FORMATS, OPTION_HELP, export, filename, parse_options
 from app.params import ParamsError, parse
 from app.routes.openapi import problem_response, query_parameters
+from app.routes.renamed import moved
 from app.routes.scenes import json_error
 from app.scene import trace_of
 
@@ -44,6 +45,8 @@ def answer(request: Request, scene, ext: str) -> Response:
     if ext not in FORMATS:
         return Response(f"unknown export format {ext!r}: one of {', '.join(FORMATS)}",
                         status_code=404, media_type="text/plain")
+    if (old := moved(request, scene.params)) is not None:
+        return old
     query = request.query_params
     try:
         opts = parse_options(query)
