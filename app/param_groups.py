@@ -21,7 +21,7 @@ its own default and comment — ``intra_node_gbs: NvlinkField = 450.0  # H100 NV
 types no second range, label or help (tests/api/test_controls.py holds every group field of
 every scene to its group's definition). The page lays a group out with
 ``{{ group(model, "network", v) }}`` (templates/_partials/fields.html): the group's fields the
-model has, in the model's order.
+model has, in the group's order.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pydantic import model_validator
 
 from app.catalog.gpus import GPU_TEXTS
 from app.catalog.models import PRESET_TEXTS, PRESETS, ModelShape, resolve
-from app.params import (AlphaUs, Control, Ffn, GpuModel, GpusPerNode, GpuTflops, Heads, Hidden,
-                        InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, Layers, MicroBatch,
-                        ModelPreset, SceneParams, Seq, Vocab, divisors_near, suggest)
+from app.params import (GROUP_ORDER, AlphaUs, Control, Ffn, GpuModel, GpusPerNode, GpuTflops,
+                        Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, Layers,
+                        MicroBatch, ModelPreset, SceneParams, Seq, Vocab, divisors_near, suggest)
 
 MODEL, NETWORK, GPU = "model", "network", "gpu"
 """The groups' names, as ``group()`` in fields.html takes them."""
@@ -85,12 +85,12 @@ def shape_problem(params: SceneParams, m: ModelShape) -> Invalid | None:
     return None
 
 
-class ModelShapeGroup(SceneParams):
-    """A published model (``preset``) with any of its sizes overridden, the sequence and the
-    micro-batch: chapters 1 and 8 (the memory ledger, checkpointing)."""
+class ShapeSizes(SceneParams):
+    """The sizes that may override a preset, each empty by default (the preset's), and what a
+    shape with them is (:meth:`shape`). A model with them has a ``preset`` and a ``seq``: the
+    model shape group's (:class:`ModelShapeGroup`) or its own (the planner's, which also knows
+    MoE presets)."""
 
-    # a published model; the shape fields override it
-    preset: PresetField = "llama3-8b"
     # transformer layers L (empty: the preset's)
     layers: LayersField | None = None
     # hidden size h (empty: the preset's)
@@ -103,10 +103,6 @@ class ModelShapeGroup(SceneParams):
     ffn: FfnField | None = None
     # vocabulary V (empty: the preset's)
     vocab: VocabField | None = None
-    # tokens per sequence s (empty: the preset's context)
-    seq: SeqField | None = None
-    # sequences per micro-batch b
-    micro_batch: MicroBatchField = 1
 
     @model_validator(mode="before")
     @classmethod
@@ -123,6 +119,19 @@ class ModelShapeGroup(SceneParams):
         """The preset with the explicit sizes laid over it (app.catalog.models.resolve)."""
         return resolve(self.preset, layers=self.layers, hidden=self.hidden, heads=self.heads,
                        kv_heads=self.kv_heads, ffn=self.ffn, vocab=self.vocab, seq=self.seq)
+
+
+class ModelShapeGroup(ShapeSizes):
+    """A published model (``preset``) with any of its sizes overridden, the sequence and the
+    micro-batch — the whole model shape group: chapters 1 and 8 (the memory ledger,
+    checkpointing). Its shape is checked by :func:`shape_problem`."""
+
+    # a published model; the sizes override it
+    preset: PresetField = "llama3-8b"
+    # tokens per sequence s (empty: the preset's context)
+    seq: SeqField | None = None
+    # sequences per micro-batch b
+    micro_batch: MicroBatchField = 1
 
     @model_validator(mode="after")
     def _shape_consistent(self):
@@ -198,5 +207,7 @@ GROUPS: dict[str, dict[str, object]] = {
               "inter_node_gbs": InfinibandField, "gpus_per_node": GpusPerNodeField},
     GPU: {"gpu": GpuField, "gpu_tflops": GpuTflopsField},
 }
-"""Every group's fields and their types, in the groups' order (the docs' tables and the tests
-read it)."""
+"""Every group's fields and their types, in the groups' order: a page lays a group out in this
+order and a canonical query lists it so (app.params.group_fields); the docs' tables and the tests
+read it too."""
+GROUP_ORDER.update({group: tuple(fields) for group, fields in GROUPS.items()})

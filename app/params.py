@@ -83,11 +83,17 @@ class Control:
             object.__setattr__(self, "options", tuple(items))
 
 
+GROUP_ORDER: dict[str, tuple[str, ...]] = {}
+"""Each parameter group's fields in the group's own order, filled by app/param_groups.py."""
+
+
 def group_fields(model: type[BaseModel], group: str) -> list[str]:
-    """The fields of ``model`` that belong to parameter group ``group``, in the model's order:
-    what ``group()`` in fields.html lays out."""
-    return [name for name in model.model_fields
-            if (spec := control_spec(model, name)) is not None and spec.group == group]
+    """The fields of ``model`` that belong to parameter group ``group``, in the group's order
+    (GROUP_ORDER; the same in every scene): what ``group()`` in fields.html lays out."""
+    names = [name for name in model.model_fields
+             if (spec := control_spec(model, name)) is not None and spec.group == group]
+    order = GROUP_ORDER.get(group, ())
+    return sorted(names, key=lambda n: order.index(n) if n in order else len(order))
 
 
 def control_spec(model: type[BaseModel], name: str) -> Control | None:
@@ -214,24 +220,20 @@ class SceneParams(BaseModel):
     def query(self, **overrides: Any) -> str:
         """The canonical query string of these params: every field that is set — the scene's
         own fields in declaration order, then those of its parameter groups
-        (app/param_groups.py) group by group; an optional field left at None is left out."""
+        (app/param_groups.py), group by group in each group's order; an optional field left at
+        None is left out."""
         values = {**self.model_dump(), **overrides}
         return urlencode({k: _query_value(values[k]) for k in _query_order(type(self))
                           if values.get(k) is not None})
 
 
-GROUP_ORDER = ("model", "gpu", "network")
-"""The order of the parameter groups in a canonical query, after the scene's own fields."""
-
-
 @lru_cache(maxsize=None)
 def _query_order(model: type[SceneParams]) -> tuple[str, ...]:
-    def rank(name: str) -> int:
-        spec = control_spec(model, name)
-        group = spec.group if spec is not None else ""
-        return GROUP_ORDER.index(group) + 1 if group in GROUP_ORDER else 0
-    names = list(model.model_fields)
-    return tuple(sorted(names, key=lambda n: (rank(n), names.index(n))))
+    """The scene's own fields in declaration order, then each group's (GROUP_ORDER) in the
+    group's order."""
+    own = [n for n in model.model_fields
+           if (spec := control_spec(model, n)) is None or not spec.group]
+    return (*own, *(n for group in GROUP_ORDER for n in group_fields(model, group)))
 
 
 def _query_value(value: Any) -> str:

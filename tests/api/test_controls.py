@@ -523,7 +523,7 @@ class Groups(HTMLParser):
 
 @pytest.mark.parametrize("scene", SCENES, ids=lambda s: s.slug)
 def test_a_page_lays_out_its_groups(client, scene):
-    """Each group the model has is on the page once, with exactly its fields, in the model's
+    """Each group the model has is on the page once, with exactly its fields, in the group's
     order; a model shape's optional sizes are folded and show the preset's as placeholders."""
     page = client.get(f"/{scene.slug}").text
     parser = Groups()

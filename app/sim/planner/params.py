@@ -7,12 +7,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from app.catalog.models import PRESETS, resolve
-from app.param_groups import (FfnField, GpuField, GpusPerNodeField, HeadsField, HiddenField,
-                              InfinibandField, KvHeadsField, LayersField, NvlinkField, SeqField,
-                              VocabField, shape_problem)
-from app.params import (AlphaUs, Control, Invalid, MicroBatch, Pp, Recompute, SceneParams, Tp,
-                        ZeroStage)
+from app.catalog.models import PRESETS
+from app.param_groups import (GpuField, GpusPerNodeField, InfinibandField, NvlinkField, SeqField,
+                              ShapeSizes, shape_problem)
+from app.params import AlphaUs, Control, Invalid, MicroBatch, Pp, Recompute, Tp, ZeroStage
 from app.sim.moe.presets import PRESETS as MOE_PRESETS
 from app.sim.planner.cost import Cluster
 from app.sim.planner.hardware import GPU_SPECS
@@ -26,9 +24,9 @@ Cp = Annotated[int, Field(ge=1, le=64, description="context-parallel size")]
 Ep = Annotated[int, Field(ge=1, le=256, description="expert-parallel size")]
 
 
-class PlannerParams(SceneParams):
-    """The model shape group's sizes (no micro_batch: here it is a pin of the search) over a
-    dense or MoE preset, the GPU, the network group's links (with a latency per link), the batch
+class PlannerParams(ShapeSizes):
+    """The model shape group's sizes (ShapeSizes; no micro_batch: here it is a pin of the
+    search) over a dense or MoE preset, the GPU, the network group's links (with a latency per link), the batch
     and the optional pins."""
 
     # a dense or MoE preset; shape fields override dense ones (its own field: the other scenes'
@@ -36,18 +34,6 @@ class PlannerParams(SceneParams):
     preset: Annotated[PlannerPreset, Control(
         "Model", kind="choice", widget="select",
         help="A dense preset (its sizes below override it) or an MoE one.")] = "llama3-70b"
-    # transformer layers L (empty: the preset's)
-    layers: LayersField | None = None
-    # hidden size h (empty: the preset's)
-    hidden: HiddenField | None = None
-    # attention heads a (empty: the preset's)
-    heads: HeadsField | None = None
-    # key/value heads (empty: the preset's)
-    kv_heads: KvHeadsField | None = None
-    # MLP inner size (empty: hidden × the preset's ratio)
-    ffn: FfnField | None = None
-    # vocabulary V (empty: the preset's)
-    vocab: VocabField | None = None
     # tokens per sequence
     seq: SeqField = 8192
     # the world
@@ -102,10 +88,6 @@ class PlannerParams(SceneParams):
         if self.ep not in (None, 1) and self.preset not in MOE_PRESETS:
             raise Invalid("ep", f"ep ({self.ep}) needs an MoE preset: {self.preset} is dense")
         return self
-
-    def shape(self):
-        return resolve(self.preset, layers=self.layers, hidden=self.hidden, heads=self.heads,
-                       kv_heads=self.kv_heads, ffn=self.ffn, vocab=self.vocab, seq=self.seq)
 
     def plan_model(self) -> PlanModel:
         if self.preset in MOE_PRESETS:
