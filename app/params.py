@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from app.sim.memory.fit import GPUS
+from app.catalog.gpus import GPUS
 from app.catalog.models import PRESETS
 
 

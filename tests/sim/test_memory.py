@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from app.sim.memory.activations import LayerShape, korthikanti_table2, per_layer_bytes
 from app.sim.memory.ledger import MemoryConfig, adafactor_elements, ledger
-from app.sim.memory.fit import GPUS, deepspeed_comparison, max_micro_batch, plan, suggestions
+from app.catalog.gpus import GPUS
+from app.sim.memory.fit import deepspeed_comparison, max_micro_batch, plan, suggestions
 from app.sim.memory.simulate import simulate_config
 from app.catalog.models import PRESETS, ModelShape
 
