@@ -48,6 +48,8 @@ def environment() -> Environment:
     env.globals["asset_version"] = asset_version()
     env.globals["deck_style"] = deck_style
     env.globals["control"] = control  # a params field's label, bounds and help (fields.html)
+    from app.export.trace import TIMELINES
+    env.globals["timelines"] = frozenset(TIMELINES)  # scenes with /export/<slug>.trace
     return env
 
 

@@ -6,7 +6,11 @@ Measured by every rank at once, as they will run — on a 2-core CPU eight ranks
 and what one rank gets is what the training step gets:
 
     gflops     2·n·h·f / t of the tiny model's largest matmul, median of repeats
-    kernel_us  the time of an op on a handful of numbers: PyTorch's dispatch, no arithmetic
+    kernel_us  one block of the model itself, forward and backward on one sequence in one
+               process (workers/train/model.py, no messages): its time less its FLOPs at that
+               rate, over the ops the cost model counts for a block (app.sim.train.program.
+               block_cost) — PyTorch's dispatch, autograd and allocation per op as training
+               pays them
     alpha_us   half the round trip of an 8-byte message between rank pairs (r, r xor 1)
     link_gbs   bytes / (one-way time − α) of a 256 KiB message between the same pairs
 
@@ -36,14 +40,29 @@ def _median_s(fn, repeats: int = REPEATS) -> float:
     return statistics.median(times)
 
 
-def compute(tokens: int, hidden: int, ffn: int, dtype) -> dict:
-    a = torch.randn(tokens, hidden, dtype=dtype)
-    b = torch.randn(hidden, ffn, dtype=dtype)
-    small = torch.randn(4, dtype=dtype)
-    matmul = _median_s(lambda: a @ b)
-    op = _median_s(lambda: [small.add(1.0) for _ in range(20)]) / 20
-    flops = 2 * tokens * hidden * ffn
-    return {"gflops": flops / max(matmul - op, 1e-9) / 1e9, "kernel_us": op * 1e6}
+def compute(p, tokens: int, dtype) -> dict:
+    from dataclasses import replace
+
+    from app.sim.train.model import Shape
+    from app.sim.train.program import ELEMENT_BYTES, block_cost
+    from workers.train import groups
+    from workers.train.model import StageModel
+    a = torch.randn(tokens, p.hidden, dtype=dtype)
+    b = torch.randn(p.hidden, p.ffn // p.tp, dtype=dtype)
+    matmul = _median_s(lambda: a @ b, 15)
+    gflops = 2 * tokens * p.hidden * (p.ffn // p.tp) / matmul / 1e9
+    shape = replace(Shape.of(p), layers=1)
+    model = StageModel(shape, groups.solo(), seed=p.seed, dtype=dtype, pp=1, sp=False,
+                       recompute="none")
+    x = torch.randn(p.seq, p.hidden, dtype=dtype)
+
+    def block():
+        h = x.clone().requires_grad_(True)
+        model.block(h, 0).sum().backward()
+    seconds = _median_s(block, 5)
+    flops, kernels = block_cost(shape, p.seq, ELEMENT_BYTES[p.dtype])
+    per_op = max(seconds - flops / (gflops * 1e9), 0.0) / kernels
+    return {"gflops": gflops, "kernel_us": per_op * 1e6}
 
 
 def links(rank: int, world: int) -> dict:
@@ -69,8 +88,8 @@ def links(rank: int, world: int) -> dict:
     return {"alpha_us": alpha * 1e6, "link_gbs": LARGE / max(out[LARGE] - alpha, 1e-9) / 1e9}
 
 
-def measure(rank: int, world: int, tokens: int, hidden: int, ffn: int, dtype) -> dict:
-    mine = compute(tokens, hidden, ffn, dtype)
+def measure(p, rank: int, world: int, dtype) -> dict:
+    mine = compute(p, p.seq // p.cp, dtype)
     if world > 1:
         dist.barrier()
     mine.update(links(rank, world))

@@ -9,7 +9,8 @@ expert-data-parallel group (edp). Their gradients are summed — the loss is alr
 over the global batch's tokens.
 
 Buckets: a stage's tensors in reverse order (the order backward produces their gradients),
-cut into buckets of at most :data:`BUCKET_ELEMENTS`, dense and expert apart. During the last
+cut into buckets of at most BUCKET_ELEMENTS (app.sim.train.model.buckets, which the cost model
+reduces too), dense and expert apart. During the last
 micro-batch's backward a hook copies each finished gradient into its bucket; the bucket that
 fills is reduced at once, in the background (comm.async_reduce), while backward goes on:
 
@@ -33,10 +34,8 @@ import time
 
 import torch
 
+from app.sim.train.model import buckets as bucket_tensors
 from workers.train import comm
-
-BUCKET_ELEMENTS = 4096
-"""A bucket's size cap: small, so that the tiny model has several buckets to overlap."""
 
 
 class Bucket:
@@ -92,18 +91,10 @@ class GradientBuckets:
     def __init__(self, model, zero: int):
         self.model, self.zero, self.buckets = model, zero, []
         self.sum_over_tp = {n for n, t in model.specs.items() if t.norm and model.sp}
-        for expert in (False, True):
-            names = [n for n, t in reversed(model.specs.items()) if t.expert == expert]
-            group = model.groups["edp" if expert else "dp_cp"]
-            current, size = [], 0
-            for n in names:
-                if current and size + model.params[n].numel() > BUCKET_ELEMENTS:
-                    self.buckets.append(Bucket(current, model, group, zero))
-                    current, size = [], 0
-                current.append(n)
-                size += model.params[n].numel()
-            if current:
-                self.buckets.append(Bucket(current, model, group, zero))
+        for tensors in bucket_tensors(model.shape, list(model.specs.values()), model.tp,
+                                      model.ep):
+            group = model.groups["edp" if tensors[0].expert else "dp_cp"]
+            self.buckets.append(Bucket([t.name for t in tensors], model, group, zero))
         self.where = {}
         for b in self.buckets:
             for n, o in zip(b.names, b.offsets):

@@ -32,14 +32,11 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from app.sim.train.model import Shape  # noqa: E402
-from app.sim.train.params import TrainParams  # noqa: E402
+from app.sim.train.params import RUN_FIELDS, TrainParams  # noqa: E402
 from workers.train import calibrate, groups, loop  # noqa: E402
 
-FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts", "top_k",
-          "tp", "cp", "pp", "dp", "ep", "order", "zero", "schedule", "microbatches", "recompute",
-          "sequence_parallel", "steps", "seed", "dtype", "lr", "weight_decay", "clip")
-"""The options that are /train's parameters (app/sim/train/params.py); the cost model's machine
-and the number of launchers are not the worker's to choose."""
+FIELDS = RUN_FIELDS
+"""The options that are /train's parameters (app/sim/train/params.py)."""
 
 
 def parser():
@@ -121,8 +118,7 @@ def main() -> None:
     if p.world != world:
         raise SystemExit(f"the layout needs tp·cp·dp·pp = {p.world} ranks, torchrun started "
                          f"{world}")
-    measured = calibrate.measure(rank, world, p.seq // p.cp, p.hidden, p.ffn // p.tp,
-                                 loop.DTYPES[p.dtype])
+    measured = calibrate.measure(p, rank, world, loop.DTYPES[p.dtype])
     node = int(os.environ.get("GROUP_RANK", "0"))
     machine = gather({"calibration": measured, "node": node}, rank, world)
     result = layout_run(p, rank, world, True, cache)

@@ -32,6 +32,10 @@ from math import prod, sqrt
 
 import numpy as np
 
+BUCKET_ELEMENTS = 4096
+"""A gradient bucket's size cap, in elements (workers/train/data.py buckets by it; the cost model
+reduces the same buckets): small, so that the tiny model has several buckets to overlap."""
+
 
 @dataclass(frozen=True)
 class Tensor:
@@ -162,3 +166,21 @@ def initial(t: Tensor, index: int, seed: int) -> np.ndarray:
 def initial_state(s: Shape, seed: int) -> dict[str, np.ndarray]:
     """Every tensor's full initial value, by name."""
     return {t.name: initial(t, i, seed) for i, t in enumerate(tensors(s))}
+
+
+def buckets(s: Shape, stage_tensors: list[Tensor], tp: int, ep: int) -> list[list[Tensor]]:
+    """A stage's gradient buckets as the framework makes them: its tensors in reverse order (the
+    order backward produces their gradients), dense and expert apart, cut at BUCKET_ELEMENTS."""
+    out = []
+    for expert in (False, True):
+        current, size = [], 0
+        for t in reversed([t for t in stage_tensors if t.expert == expert]):
+            n = prod(t.local_shape(tp, ep))
+            if current and size + n > BUCKET_ELEMENTS:
+                out.append(current)
+                current, size = [], 0
+            current.append(t)
+            size += n
+        if current:
+            out.append(current)
+    return out

@@ -67,6 +67,13 @@ KernelUs = Annotated[float, Field(ge=0, le=1e4, description="fixed cost of one k
                                                             "launch), µs")]
 LinkGBs = Annotated[float, Field(gt=0, le=10000, description="bandwidth between two ranks, "
                                                              "GB/s")]
+RUN_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts", "top_k",
+              "tp", "cp", "pp", "dp", "ep", "order", "zero", "schedule", "microbatches",
+              "recompute", "sequence_parallel", "steps", "seed", "dtype", "lr", "weight_decay",
+              "clip")
+"""The fields a real run takes (workers/train/train.py's options); the cost model's machine
+(MACHINE_FIELDS) is measured by the run itself, and ``nodes`` is how it is launched."""
+MACHINE_FIELDS = ("gflops", "kernel_us", "alpha_us", "link_gbs")
 TrainDtype = Literal["float64", "float32"]
 Schedule = Literal["gpipe", "1f1b"]
 
