@@ -26,26 +26,40 @@ def _name(e: dict) -> str:
 
 def chrome_trace(events: list[dict], process_name: Callable[[int], str] = "rank {}".format,
                  lanes: tuple[str, ...] = LANE_ORDER) -> dict:
-    """The Trace Event JSON of ``events`` (seconds) — pid the rank, tid the lane's index."""
-    order = list(lanes) + sorted({e["lane"] for e in events} - set(lanes))
-    tid = {lane: k for k, lane in enumerate(order)}
-    out, named = [], set()
+    """The Trace Event JSON of ``events`` (seconds): pid the rank, tid the lane. A thread does
+    one thing at a time, so events of one lane that overlap (gradient buckets in flight
+    together) go onto further threads of that lane, "dp · 2", "dp · 3" …"""
+    by_lane: dict[tuple[int, str], list[dict]] = {}
     for e in events:
-        pid, lane = int(e["rank"]), e["lane"]
-        if pid not in named:
-            named.add(pid)
-            out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-                        "args": {"name": process_name(pid)}})
-            out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
-                        "args": {"sort_index": pid}})
-        if (pid, lane) not in named:
-            named.add((pid, lane))
-            out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid[lane],
-                        "args": {"name": lane}})
-        args = {k: e[k] for k in EXTRA if k in e}
-        out.append({"name": _name(e), "cat": lane, "ph": "X",
-                    "ts": round(e["start_s"] * 1e6, 3), "dur": round(e["dur_s"] * 1e6, 3),
-                    "pid": pid, "tid": tid[lane], "args": {"kind": e["kind"], **args}})
+        by_lane.setdefault((int(e["rank"]), e["lane"]), []).append(e)
+    order = {lane: k for k, lane in enumerate(lanes)}
+    out, threads = [], {}
+    for pid in sorted({pid for pid, _ in by_lane}):
+        out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                    "args": {"name": process_name(pid)}})
+        out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+                    "args": {"sort_index": pid}})
+        mine = sorted((lane for p, lane in by_lane if p == pid),
+                      key=lambda lane: (order.get(lane, len(order)), lane))
+        for lane in mine:
+            ends: list[float] = []                     # when each of the lane's threads is free
+            for e in sorted(by_lane[(pid, lane)], key=lambda e: e["start_s"]):
+                k = next((i for i, end in enumerate(ends) if end <= e["start_s"] + 1e-12),
+                         len(ends))
+                if k == len(ends):
+                    ends.append(0.0)
+                ends[k] = e["start_s"] + e["dur_s"]
+                name = lane if k == 0 else f"{lane} · {k + 1}"
+                if (pid, name) not in threads:
+                    threads[(pid, name)] = len([t for t in threads if t[0] == pid])
+                    out.append({"name": "thread_name", "ph": "M", "pid": pid,
+                                "tid": threads[(pid, name)], "args": {"name": name}})
+                args = {k2: e[k2] for k2 in EXTRA if k2 in e}
+                ts = round(e["start_s"] * 1e6, 3)        # µs; the end rounded alike, so that
+                dur = round(round((e["start_s"] + e["dur_s"]) * 1e6, 3) - ts, 3)  # none overlap
+                out.append({"name": _name(e), "cat": lane, "ph": "X", "ts": ts,
+                            "dur": max(dur, 0.0), "pid": pid,
+                            "tid": threads[(pid, name)], "args": {"kind": e["kind"], **args}})
     return {"traceEvents": out, "displayTimeUnit": "ms"}
 
 
@@ -56,14 +70,18 @@ def train_events(trace) -> list[dict]:
 
 
 def pipeline_events(trace, unit_s: float = 1e-3) -> list[dict]:
-    """The pipeline scene's passes (its time unit drawn as 1 ms)."""
+    """The pipeline scene's passes (its time unit drawn as 1 ms), read off its arrays."""
+    from app.sim.pipeline.schedules import KINDS
+    flat, line = trace.flat, trace.line
+    stage, kind, mb = flat.stage.tolist(), flat.kind.tolist(), flat.microbatch.tolist()
+    start, end = line.start.tolist(), line.end.tolist()
     out = []
-    for rank in trace.to_dict()["ranks"]:
-        for a in rank["actions"]:
-            out.append({"rank": rank["rank"], "lane": "compute", "kind": a["kind"],
-                        "name": a["action"], "start_s": a["start"] * unit_s,
-                        "dur_s": (a["end"] - a["start"]) * unit_s, "stage": a["stage"],
-                        "microbatch": a["microbatch"]})
+    for r, (a, b) in enumerate(zip(flat.offsets[:-1].tolist(), flat.offsets[1:].tolist())):
+        for k in range(a, b):
+            out.append({"rank": r, "lane": "compute", "kind": KINDS[kind[k]],
+                        "name": f"{stage[k]}{KINDS[kind[k]]}{mb[k]}", "start_s": start[k] * unit_s,
+                        "dur_s": (end[k] - start[k]) * unit_s, "stage": stage[k],
+                        "microbatch": mb[k]})
     return out
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))       # workers/: common
@@ -78,17 +79,27 @@ def compare(p: TrainParams, runs: list[loop.Run], ref: loop.Run) -> dict:
             "step_s": [r.step_s for r in runs]}
 
 
-def layout_run(p: TrainParams, rank: int, world: int, record: bool, cache: dict) -> dict | None:
+def layout_run(p: TrainParams, rank: int, world: int, record: bool, cache: dict,
+               phases: dict | None = None) -> dict | None:
     """Train ``p`` on ranks 0 … p.world − 1 (the others wait); rank 0 returns the comparison."""
+    phases = {} if phases is None else phases
     g = groups.build(p.layout_params(), rank)
+    phases["grouped"] = time.perf_counter()
     run = loop.train(p, g, record_step=p.steps - 1 if record else None) \
         if rank < p.world else None
+    phases["trained"] = time.perf_counter()
     parts = gather(run, rank, world)
     dist.barrier()
     if rank != 0:
         return None
     runs = parts[:p.world]
-    out = compare(p, runs, reference(p, cache))
+    ref = reference(p, cache)
+    phases["referenced"] = time.perf_counter()
+    out = compare(p, runs, ref)
+    if "started" in phases:
+        marks = list(phases.items())
+        out["phases_s"] = {name: round(t - marks[k - 1][1], 3)
+                           for k, (name, t) in enumerate(marks) if k}
     if record:
         out["events"] = [{"rank": r, **e} for r, run_r in enumerate(runs) for e in run_r.events]
         out["ranks"] = [{"rank": r, **g.layout.coords(r)} for r in range(p.world)]
@@ -118,10 +129,12 @@ def main() -> None:
     if p.world != world:
         raise SystemExit(f"the layout needs tp·cp·dp·pp = {p.world} ranks, torchrun started "
                          f"{world}")
+    phases = {"started": time.perf_counter()}
     measured = calibrate.measure(p, rank, world, loop.DTYPES[p.dtype])
     node = int(os.environ.get("GROUP_RANK", "0"))
     machine = gather({"calibration": measured, "node": node}, rank, world)
-    result = layout_run(p, rank, world, True, cache)
+    phases["calibrated"] = time.perf_counter()
+    result = layout_run(p, rank, world, True, cache, phases)
     report = None
     if rank == 0:
         report = {"backend": backend, "world": world, **result,

@@ -38,7 +38,7 @@ def worker_argv(p) -> list[str]:
             if value:
                 out.append(flag)
             continue
-        out += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        out += [flag, str(value)]
     return out
 
 

@@ -61,7 +61,8 @@ def page_view(p: TrainParams, trace: TrainTrace, frame: int) -> dict:
 
 
 def nodes_of(p: TrainParams) -> dict:
-    return {"gpus_per_node": p.gpus_per_node} if p.nodes > 1 else {}
+    """torchrun_line's nodes: world/nodes ranks a launcher (one node: --standalone)."""
+    return {"gpus_per_node": p.gpus_per_node}
 
 
 def form_view() -> dict:

@@ -89,7 +89,7 @@ def make_frames(p, events: list[dict], step_s: float, split: dict, intro: str) -
         f"{split['comm_exposed_s'] / total:.0%}, bubble {split['bubble_s'] / total:.0%} "
         f"(waiting for another stage). Every rank now holds the same new weights for its "
         f"shard — and the real run checks they are one process's.", "done",
-        f"t = {_t(step_s)}: done"))
+        f"t = {_t(step_s)} of {_t(step_s)}: done"))
     return tuple(frames)
 
 

@@ -37,6 +37,7 @@ from app.params import (
     Tp,
     Vocab,
     WeightDecay,
+    ZeroStage,
     divisors_near,
     suggest,
 )
@@ -50,6 +51,11 @@ from app.sim.parallelism.params import (
     powers_of_two,
 )
 
+MAX_WORK = 1536
+"""Bound on world × m × layers/pp × (2 + cp): the block passes of one step on all ranks
+together, a ring of cp steps in each — one step's tasks stay a few thousand (simulated, drawn
+and answered well under half a second)."""
+
 MAX_WORLD = 16
 """Ranks the scene predicts and draws (tp·cp·dp·pp); a real run on this server takes at most 8
 (the job runner's max_world)."""
@@ -59,6 +65,8 @@ TINY = {"layers": 16, "hidden": 256, "heads": 32, "kv_heads": 32, "ffn": 1024, "
 """The tiny model's bounds: small enough that eight CPU ranks train it in seconds and that one
 step's events (every pass of every micro-batch on every rank) stay drawable."""
 
+Launchers = Annotated[int, Field(ge=1, le=2, description="torchrun launchers (nodes) of a real "
+                                                         "run")]
 GradNorm = Annotated[float, Field(gt=0, le=1e6, description="clip gradients to this global "
                                                             "L2 norm")]
 Gflops = Annotated[float, Field(gt=0, le=1e7, description="sustained matmul rate of one rank, "
@@ -146,7 +154,7 @@ class TrainParams(SceneParams):
         help="As on /parallelism: tp, cp, ep, dp and pp once each, joined by “-”.")] = \
         "tp-cp-ep-dp-pp"
     # 0: every replica keeps AdamW's states; 1: sharded over dp·cp (ZeRO-1)
-    zero: Annotated[Literal[0, 1], Control(
+    zero: Annotated[ZeroStage, Control(
         "ZeRO", kind="choice", options={0: "0 · all-reduce", 1: "1 · sharded AdamW"},
         help="1: reduce-scatter the gradients, update a shard, all-gather the parameters.")] = 0
     # pipeline schedule
@@ -186,7 +194,7 @@ class TrainParams(SceneParams):
     clip: Annotated[GradNorm, Control("Clip norm", kind="number", step="any",
                                       help="The global L2 norm over every rank's shard.")] = 1.0
     # launchers of the real run: 2 = two torchrun "nodes" on loopback
-    nodes: Annotated[Literal[1, 2], Control(
+    nodes: Annotated[Launchers, Control(
         "Nodes (real run)", kind="choice", options={1: "1", 2: "2 on loopback"},
         help="2: two torchrun launchers (--nnodes 2) meet on 127.0.0.1; ranks r ≥ world/2 "
              "are node 1's.")] = 1
@@ -245,6 +253,12 @@ class TrainParams(SceneParams):
                                 f" = {self.world} must be at most {MAX_WORLD} ranks on this "
                                 f"page (a real run: at most 8)")
         self._model_rules()
+        work = self.world * self.microbatches * (self.layers // self.pp) * (2 + self.cp)
+        if work > MAX_WORK:
+            raise Invalid("microbatches", f"world · m · layers/pp · (2 + cp) = {self.world} · "
+                                          f"{self.microbatches} · {self.layers // self.pp} · "
+                                          f"{2 + self.cp} = {work}; one step draws at most "
+                                          f"{MAX_WORK}: lower microbatches, layers or cp")
         try:
             self.layout_params()
         except ValidationError as error:            # /parallelism's own rule and message
@@ -284,6 +298,9 @@ class TrainParams(SceneParams):
         if self.moe and self.top_k > self.experts:
             raise Invalid("top_k", f"top_k ({self.top_k}) must be at most experts "
                                    f"({self.experts})")
+        if self.zero > 1:
+            raise Invalid("zero", f"zero ({self.zero}): this framework shards AdamW's states "
+                                  f"(ZeRO 1) or not (0); stages 2 and 3 are on /zero")
         if self.nodes == 2 and self.world % 2:
             raise Invalid("nodes", f"two launchers start world/2 ranks each, so world "
                                    f"({self.world}) must be even for nodes 2")

@@ -332,6 +332,7 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
                     _buckets(pr, p, stage_buckets, ready, e)
                 if not first:
                     pr.send(pp_ranks[c["pp"] - 1], act_bytes, f"B{i}")
+            pr.flush()                              # a pass's compute is its own task
         pr.where = {"kind": "optimizer"}
         _optimizer(pr, p, stage_buckets, e)
         pr.flush()
