@@ -39,7 +39,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     w = deck.width
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
     out = [deck_open(w, deck.height, deck.title, standalone=standalone, style=style,
-                     defs=PATTERNS, cls="deck tr-deck"),
+                     defs=PATTERNS),
            f'<rect class="bg" x="0" y="0" width="{w}" height="{height}"/>',
            f'<text class="muted" x="{w - 16}" y="32" text-anchor="end" font-size="17">'
            f'{esc(deck.title)}</text>']
