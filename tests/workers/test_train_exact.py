@@ -16,50 +16,17 @@ import json
 import pytest
 
 from app.scenes.train.check import TOLERANCE
+from app.sim.train.proof import FLOAT32, TABLE, rows
 from tests.workers.launch import torchrun
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.workers
 
-MODEL = {"layers": 4, "hidden": 16, "heads": 4, "kv_heads": 2, "ffn": 32, "vocab": 32, "seq": 16,
-         "experts": 4, "top_k": 2}
-DENSE = {"experts": 1, "top_k": 1}
-ONE = {"tp": 1, "cp": 1, "pp": 1, "dp": 1, "ep": 1}
-
-TABLE = [
-    # each parallelism alone
-    ("tp", {**ONE, "tp": 2, "steps": 1}),
-    ("tp+sp", {**ONE, "tp": 2, "sequence_parallel": True, "steps": 1}),
-    ("cp", {**ONE, "cp": 2, "steps": 1}),
-    ("pp gpipe", {**ONE, "pp": 2, "schedule": "gpipe", "microbatches": 4, "steps": 1}),
-    ("pp4 1f1b", {**ONE, "pp": 4, "microbatches": 4, "steps": 1}),
-    ("dp", {**ONE, "dp": 2, "steps": 1}),
-    ("dp zero1", {**ONE, "dp": 2, "zero": 1, "steps": 1}),
-    ("ep", {**ONE, "dp": 2, "ep": 2, "steps": 1}),
-    # pairs
-    ("tp pp", {**ONE, "tp": 2, "pp": 2, "microbatches": 4, **DENSE}),
-    ("cp pp recompute", {**ONE, "cp": 2, "pp": 2, "recompute": "full", **DENSE}),
-    ("tp dp zero1", {**ONE, "tp": 2, "dp": 2, "zero": 1}),
-    ("cp ep", {**ONE, "cp": 2, "ep": 2}),
-    ("tp cp selective", {**ONE, "tp": 2, "cp": 2, "recompute": "selective", **DENSE}),
-    # 3-to-5-D mixes
-    ("cp tp pp sp", {**ONE, "tp": 2, "cp": 2, "pp": 2, "sequence_parallel": True, **DENSE}),
-    ("moe tp pp dp ep zero1", {**ONE, "tp": 2, "pp": 2, "dp": 2, "ep": 2, "zero": 1}),
-    ("moe tp cp pp ep", {**ONE, "tp": 2, "cp": 2, "pp": 2, "ep": 2, "steps": 3}),
-    ("moe cp pp dp ep4 gpipe", {**ONE, "cp": 2, "pp": 2, "dp": 2, "ep": 4,
-                                "schedule": "gpipe"}),
-    ("moe tp dp4 ep4 order", {**ONE, "tp": 2, "dp": 4, "ep": 4, "zero": 1,
-                              "order": "tp-dp-cp-ep-pp", "microbatches": 2}),
-]
-FLOAT32 = ("float32 tp pp dp", {**ONE, "tp": 2, "pp": 2, "dp": 2, "dtype": "float32"})
-
-
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     folder = tmp_path_factory.mktemp("train")
     table = folder / "table.json"
-    table.write_text(json.dumps([{**MODEL, "steps": 2, "microbatches": 2, **row}
-                                 for _, row in TABLE + [FLOAT32]]))
+    table.write_text(json.dumps(rows()))
     report, _ = torchrun("workers/train/train.py", 8, ["--suite", str(table)],
                          folder / "report.json", timeout=600)
     return {name: result for (name, _), result in zip(TABLE + [FLOAT32], report["suite"])}
