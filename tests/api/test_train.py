@@ -113,3 +113,12 @@ def test_exports_work(client, ext):
     query = "tp=1&pp=2&dp=1&ep=1&experts=1&microbatches=2&layers=2"
     response = client.get(f"/export/train.{ext}?{query}&frame=2")
     assert response.status_code == 200 and len(response.content) > 1000
+
+
+def test_the_planner_hands_a_small_mix_to_a_real_run(client):
+    import re
+    page = client.get("/planner?gpus=8&preset=gpt2&global_batch=32").text
+    links = re.findall(r'<a href="(/train\?[^"]+)"', page)
+    assert links, "no /train hand-off for an 8-GPU mix"
+    assert client.get(links[0].replace("&amp;", "&")).status_code == 200
+    assert "/train?" not in client.get("/planner").text          # 512 GPUs: not on this server

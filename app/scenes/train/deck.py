@@ -122,7 +122,7 @@ def _rows(trace) -> tuple[RankRow, ...]:
     lanes = lanes_of(p)
     block = min(150.0, (BOTTOM - TOP) / world)
     gap = block * 0.1
-    comm_h = (block - gap) * (0.44 if lanes else 0.0)
+    comm_h = (block - gap) * (0.5 if lanes else 0.0)
     compute_h = block - gap - comm_h
     font = 18.0 if block >= 56 else 16.0
     rows = []

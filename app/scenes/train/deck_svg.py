@@ -46,11 +46,11 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     out += _rows(deck)
     out.append('<g class="frames" shape-rendering="crispEdges">')
     for f in deck.frames[:current + 1]:
-        out += _frame(deck, f)
+        out += _frame(deck, f, current)
     out.append("</g>")
     out += _legend(deck)
     out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f) for f in deck.frames[current + 1:])))
+                        (_frame(deck, f, current) for f in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 
@@ -89,8 +89,9 @@ def _rows(deck: Deck) -> list[str]:
     return out
 
 
-def _frame(deck: Deck, f: FrameView) -> list[str]:
-    out = [f'<g class="frame" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
+def _frame(deck: Deck, f: FrameView, current: int) -> list[str]:
+    css = "frame current" if f.index == current else "frame"
+    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
     if f.index == 0:
         for fill, rects in deck.ghost:
             out.append(f'<path class="tr-ghost" fill="{fill}" d="{_path(rects)}"/>')

@@ -91,7 +91,8 @@ SIZES = powers_of_two(16)
 CPU = {"gflops": 2.0, "kernel_us": 12.0, "alpha_us": 60.0, "link_gbs": 1.0}
 """The cost model's default machine: one rank's share of a 2-core CPU running several ranks
 (float64 matmuls at the tiny model's sizes, PyTorch's per-op overhead, gloo over loopback).
-A real run measures its own (workers/train/calibrate.py) and the page offers those numbers."""
+A real run measures its own (workers/train/calibrate.py), predicts the step again with it and
+reports those numbers, which can be typed into these fields."""
 GPU = {"gflops": 400_000.0, "kernel_us": 5.0, "alpha_us": 5.0, "link_gbs": 450.0}
 """An H100 node for comparison: ~40 % of 989 dense TFLOP/s, a ~5 µs kernel launch, NVLink."""
 
