@@ -30,12 +30,19 @@ REPEATS = 9
 LARGE = 256 * 1024
 
 
+def _sync() -> None:
+    if torch.get_default_device().type == "cuda":
+        torch.cuda.synchronize()
+
+
 def _median_s(fn, repeats: int = REPEATS) -> float:
     fn()
     times = []
     for _ in range(repeats):
+        _sync()
         began = time.perf_counter()
         fn()
+        _sync()
         times.append(time.perf_counter() - began)
     return statistics.median(times)
 

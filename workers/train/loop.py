@@ -94,7 +94,7 @@ def train(p, groups, record_step: int | None = None) -> Run:
         run.norms.append(norm)
         run.losses.append(float(comm.all_reduce(torch.tensor([loss], dtype=torch.float64),
                                                 groups["dp_cp"])[0]) if model.last else 0.0)
-    run.shards = {name: (c["tp"], c["ep"], t.detach().numpy().copy())
+    run.shards = {name: (c["tp"], c["ep"], t.detach().cpu().numpy().copy())
                   for name, t in model.params.items()}
     return run
 

@@ -62,7 +62,8 @@ class StageModel:
 
     def local_tokens(self, ids: np.ndarray) -> torch.Tensor:
         """This rank's zigzag share of a sequence's tokens."""
-        return torch.from_numpy(np.ascontiguousarray(ids[self.positions.numpy()]))
+        mine = np.ascontiguousarray(ids[self.positions.cpu().numpy()])
+        return torch.from_numpy(mine).to(torch.get_default_device())
 
     @property
     def activation_shape(self) -> tuple[int, int]:

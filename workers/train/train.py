@@ -4,9 +4,11 @@ model, data and seed in one process beside it.
     torchrun --standalone --nproc-per-node 8 workers/train/train.py --tp 2 --cp 1 --pp 2 \
         --dp 2 --ep 2 --experts 4 --steps 5 --out report.json
 
-Every rank: measures the machine (calibrate.py), builds its groups from the layout
-(groups.py), trains ``--steps`` steps (loop.py) recording one step's every pass and message,
-and sends rank 0 its losses, timeline and final shards. Rank 0 then trains the same model on
+gloo on CPUs, NCCL where GPUs are present (each rank on cuda:LOCAL_RANK, every tensor made
+there by ``torch.set_default_device``; the timers then read host time, unsynchronised). Every
+rank: measures the machine (calibrate.py), builds its groups from the layout (groups.py), trains
+``--steps`` steps (loop.py) recording one step's every pass and message, and sends rank 0 its
+losses, timeline and final shards. Rank 0 then trains the same model on
 the same global batch in one process (every size 1: no torch.distributed call at all) and
 writes the report: both runs' losses, every tensor's largest difference once gathered back to
 full size, the replicas' agreement, the measured timeline and the calibration.
@@ -109,7 +111,8 @@ def layout_run(p: TrainParams, rank: int, world: int, record: bool, cache: dict,
 def main() -> None:
     args = parser().parse_args()
     torch.set_num_threads(1)
-    rank, world, _, backend = start(args, "gloo" if args.backend == "auto" else None)
+    rank, world, device, backend = start(args)
+    torch.set_default_device(device)      # NCCL: every tensor on this rank's GPU; gloo: the CPU
     values = {k: getattr(args, k) for k in FIELDS}
     cache: dict = {}
     if args.suite is not None:
