@@ -80,7 +80,7 @@ def export_view(p: TrainParams, trace: TrainTrace, frame: int) -> dict:
 def split_rows(trace: TrainTrace) -> list[dict]:
     """Each rank's predicted split as shares of the step (for the bars), then the mean."""
     step = trace.step_s or 1.0
-    rows = [{"name": f"rank {r['rank']}", **r,
+    rows = [{"name": str(r["rank"]), **r,
              "shares": [r["compute_s"] / step, r["comm_exposed_s"] / step, r["bubble_s"] / step]}
             for r in trace.rank_split]
     mean = trace.predicted

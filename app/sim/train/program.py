@@ -14,7 +14,8 @@ app.sim.timeline.schedule, as in the other timelines (DESIGN principle 4):
   a ring step's K/V exchange for the block before, a gradient bucket's reduction for the last
   backward of its tensors; the compute that needs it waits for it.
 
-The rank programs are merged into one list in which every task follows what it waits for
+The passes' own tasks (a block, the embedding, the head) are written by passes.py. The rank
+programs are merged into one list in which every task follows what it waits for
 (each rank's order kept), then scheduled.
 """
 
@@ -29,6 +30,13 @@ from app.sim.parallelism.layout import Layout
 from app.sim.timeline import Task, schedule
 from app.sim.train.cost import BACKWARD, KERNELS, Machine
 from app.sim.train.model import Shape, buckets, tensors
+from app.sim.train.passes import (
+    Sizes,
+    block_backward,
+    block_forward,
+    head_backward,
+    head_forward,
+)
 
 ELEMENT_BYTES = {"float64": 8, "float32": 4}
 LANES = ("compute", "tp", "cp", "ep", "pp", "dp")
@@ -120,150 +128,12 @@ class Program:
         self.waits.append(f"send {src}>{self.rank} {tag}")
 
 
-@dataclass(frozen=True)
-class Sizes:
-    """A micro-batch's sizes on one rank."""
-
-    n: int            # tokens this rank's cp share holds (gathered under SP for the matmuls)
-    h: int
-    e: int            # bytes per element
-    tp: int
-    cp: int
-    sp: bool
-
-
-def _block_forward(pr: Program, s: Shape, z: Sizes, recompute: str) -> None:
-    """One block's forward (attention, then MLP or MoE) as the framework issues it."""
-    n, h, tp, e = z.n, z.h, z.tp, z.e
-    d, a, kv = s.head_dim, s.heads // tp, s.kv_heads // tp
-    act = n * h * e
-    enter_op, leave_op = ("all_gather", "reduce_scatter") if z.sp else (None, "all_reduce")
-    # attention
-    pr.compute(0, KERNELS["norm"])
-    if enter_op:
-        pr.collective("tp", enter_op, act)
-    pr.compute(2 * n * h * (a + 2 * kv) * d, KERNELS["qkv"])
-    _core_forward(pr, s, z)
-    pr.compute(2 * n * a * d * h, KERNELS["out"])
-    pr.collective("tp", leave_op, act)
-    # MLP
-    pr.compute(0, KERNELS["norm"])
-    if s.moe:
-        _moe_forward(pr, s, z)
-    else:
-        if enter_op:
-            pr.collective("tp", enter_op, act)
-        pr.compute(3 * 2 * n * h * s.ffn // tp, KERNELS["mlp"])
-        pr.collective("tp", leave_op, act)
-
-
-def _core_forward(pr: Program, s: Shape, z: Sizes) -> None:
-    a, d = s.heads // z.tp, s.head_dim
-    block_flops = 2 * 2 * z.n * z.n * a * d
-    if z.cp == 1:
-        pr.compute(block_flops, KERNELS["core"])
-        return
-    kv_bytes = 2 * z.n * (s.kv_heads // z.tp) * d * z.e
-    ready = pr.flush()
-    for step in range(z.cp):
-        exchange = (pr.collective("cp", "ring", kv_bytes, main=False, after=(ready,))
-                    if step < z.cp - 1 else None)
-        pr.compute(block_flops, KERNELS["ring_block"])
-        pr.flush()
-        if exchange:
-            pr.waits.append(exchange)
-            ready = exchange
-
-
-def _core_backward(pr: Program, s: Shape, z: Sizes, flash: bool) -> None:
-    a, d = s.heads // z.tp, s.head_dim
-    block_flops = 2 * 2 * z.n * z.n * a * d
-    if z.cp == 1:
-        again = (block_flops, KERNELS["core"]) if flash else (0, 0)
-        pr.compute(BACKWARD * block_flops + again[0], BACKWARD * KERNELS["core"] + again[1])
-        return
-    kv_bytes = 2 * z.n * (s.kv_heads // z.tp) * d * z.e
-    for step in range(z.cp):      # recompute the block's P, then dQ, dK, dV; pass K, V, dK, dV
-        pr.compute((1 + BACKWARD) * block_flops, (1 + BACKWARD) * KERNELS["ring_block"])
-        last = pr.flush()
-        exchange = pr.collective("cp", "ring", kv_bytes * (1 if step == z.cp - 1 else 2),
-                                 main=False, after=(last,))
-        pr.waits.append(exchange)
-
-
-def _moe_forward(pr: Program, s: Shape, z: Sizes) -> None:
-    n, h, tp, e = z.n, z.h, z.tp, z.e
-    if z.sp:
-        pr.collective("tp", "all_gather", n * h * e)
-    pr.compute(2 * n * h * s.experts, KERNELS["router"])
-    rows = n * s.top_k                                  # assignments sent (balanced: received)
-    pr.collective("ep", "all_to_all", s.experts * 8)     # the per-expert counts
-    pr.collective("ep", "all_to_all", rows * h * e)
-    local = s.experts // max(1, len(pr.groups["ep"]))
-    pr.compute(3 * 2 * rows * h * s.ffn // tp, KERNELS["expert"] * local)
-    pr.collective("ep", "all_to_all", rows * h * e)
-    pr.compute(rows * h, KERNELS["moe_combine"])
-    pr.collective("tp", "reduce_scatter" if z.sp else "all_reduce", n * h * e)
-
-
-def _block_backward(pr: Program, s: Shape, z: Sizes, recompute: str, last_mb: bool) -> None:
-    """The block's backward (its forward again first under full recomputation)."""
-    n, h, tp, e = z.n, z.h, z.tp, z.e
-    d, a, kv = s.head_dim, s.heads // tp, s.kv_heads // tp
-    act = n * h * e
-    if recompute == "full":
-        where = pr.where
-        pr.flush()
-        pr.where = {**where, "kind": "R"}
-        _block_forward(pr, s, z, "none")
-        pr.flush()
-        pr.where = where
-    leave_back, enter_back = ("all_gather", "reduce_scatter") if z.sp else (None, "all_reduce")
-    # MLP
-    if leave_back:
-        pr.collective("tp", leave_back, act)
-    if s.moe:
-        rows = n * s.top_k
-        local = s.experts // max(1, len(pr.groups["ep"]))
-        pr.compute(BACKWARD * rows * h, BACKWARD * KERNELS["moe_combine"])
-        pr.collective("tp", "all_reduce", rows * e)                 # the gates' f
-        pr.collective("ep", "all_to_all", rows * h * e)
-        pr.compute(BACKWARD * 3 * 2 * rows * h * s.ffn // tp, BACKWARD * KERNELS["expert"] * local)
-        pr.collective("ep", "all_to_all", rows * h * e)
-        pr.compute(BACKWARD * 2 * n * h * s.experts, BACKWARD * KERNELS["router"])
-        pr.collective("tp", "all_reduce", act)                      # the experts' input f
-    else:
-        pr.compute(BACKWARD * 3 * 2 * n * h * s.ffn // tp, BACKWARD * KERNELS["mlp"])
-        pr.collective("tp", enter_back, act)
-    pr.compute(0, BACKWARD * KERNELS["norm"])
-    # attention
-    if leave_back:
-        pr.collective("tp", leave_back, act)
-    pr.compute(BACKWARD * 2 * n * a * d * h, BACKWARD * KERNELS["out"])
-    _core_backward(pr, s, z, flash=recompute == "selective")
-    pr.compute(BACKWARD * 2 * n * h * (a + 2 * kv) * d, BACKWARD * KERNELS["qkv"])
-    pr.collective("tp", enter_back, act)
-    pr.compute(0, BACKWARD * KERNELS["norm"])
-    if last_mb and z.sp:                 # the norms' partial gradients, summed over tp
-        pr.collective("tp", "all_reduce", 2 * h * e)
-
-
 def duration(cost: tuple, machine: Machine) -> float:
     if cost[0] == "compute":
         return machine.compute_s(cost[1], cost[2])
     if cost[0] == "message":
         return machine.message_s(cost[1])
     return machine.collective_s(cost[1], cost[2], cost[3])
-
-
-def block_cost(s: Shape, n: int, element_bytes: int) -> tuple[float, float]:
-    """(FLOPs, kernels) of one block's forward and backward on one rank that holds it whole
-    (no parallelism): what workers/train/calibrate.py times to measure the per-op cost."""
-    pr = Program(0, {k: (0,) for k in ("tp", "cp", "pp", "ep", "dp_cp", "edp", "world")})
-    z = Sizes(n, s.hidden, element_bytes, 1, 1, False)
-    _block_forward(pr, s, z, "none")
-    _block_backward(pr, s, z, "none", False)
-    return pr.pending, pr.pending_kernels
 
 
 @dataclass(frozen=True)
@@ -307,9 +177,9 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
                     pr.collective("tp", "reduce_scatter" if sp else "all_reduce",
                                   z.n * p.hidden * e)
                 for _ in range(per_stage):
-                    _block_forward(pr, shape, z, p.recompute)
+                    block_forward(pr, shape, z, p.recompute)
                 if last:
-                    _head_forward(pr, p, z)
+                    head_forward(pr, p, z)
                 else:
                     pr.send(pp_ranks[c["pp"] + 1], act_bytes, f"F{i}")
             else:
@@ -318,10 +188,10 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
                     pr.receive(pp_ranks[c["pp"] + 1], f"B{i}")
                 ready: dict[str, str] = {}        # whose gradients are complete after which task
                 if last:
-                    _head_backward(pr, p, z)
+                    head_backward(pr, p, z)
                     ready["head"] = ready["final_norm"] = pr.flush()
                 for layer in reversed(range(c["pp"] * per_stage, (c["pp"] + 1) * per_stage)):
-                    _block_backward(pr, shape, z, p.recompute, last_mb)
+                    block_backward(pr, shape, z, p.recompute, last_mb)
                     ready[f"layer {layer}"] = pr.flush()
                 if first:
                     if sp:
@@ -338,23 +208,6 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
         pr.flush()
         programs.append(pr)
     return _schedule(programs, machines)
-
-
-def _head_forward(pr: Program, p, z: Sizes) -> None:
-    e = z.e
-    pr.compute(0, KERNELS["norm"])
-    if z.sp:
-        pr.collective("tp", "all_gather", z.n * p.hidden * e)
-    pr.compute(2 * z.n * p.hidden * p.vocab // p.tp, KERNELS["head"] // 2)
-    for _ in range(3):                    # the vocab-parallel loss: max, target, Σ exp
-        pr.collective("tp", "all_reduce", z.n * e)
-    pr.compute(0, KERNELS["head"] // 2)
-
-
-def _head_backward(pr: Program, p, z: Sizes) -> None:
-    pr.compute(BACKWARD * 2 * z.n * p.hidden * p.vocab // p.tp, BACKWARD * KERNELS["head"])
-    pr.collective("tp", "reduce_scatter" if z.sp else "all_reduce", z.n * p.hidden * z.e)
-    pr.compute(0, BACKWARD * KERNELS["norm"])
 
 
 def _buckets(pr: Program, p, stage_buckets, ready: dict[str, str], e: int) -> None:
