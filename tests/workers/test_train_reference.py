@@ -58,7 +58,7 @@ def plain_training(p: TrainParams) -> tuple[list[float], dict]:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params.values(), p.clip)
         adamw.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     return losses, {k: v.detach().numpy() for k, v in params.items()}
 
 
