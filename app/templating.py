@@ -51,6 +51,8 @@ def environment() -> Environment:
     env.globals["control"] = control  # a params field's label, bounds and help (fields.html)
     env.globals["group_fields"] = group_fields  # a parameter group's fields in a model
     env.globals["preset_sizes"] = PRESET_SIZES  # a preset's sizes: the shape fields' placeholders
+    from app.export.trace import TIMELINES
+    env.globals["timelines"] = frozenset(TIMELINES)  # scenes with /export/<slug>.trace
     return env
 
 

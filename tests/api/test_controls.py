@@ -406,6 +406,11 @@ NOT_THE_GROUPS = {
     ("context-parallel", "kv_heads"): "the worked example's heads (/api/context-parallel)",
     ("planner", "preset"): "dense and MoE presets (app.sim.moe.presets)",
     ("planner", "micro_batch"): "a pin of the search: empty searches it",
+    **{("train", name): "the tiny model trained for real: sliders over what a CPU trains in "
+                        "seconds (app.sim.train.params.TINY)"
+       for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")},
+    ("train", "alpha_us"): "a calibrated constant of the machine that runs it (gloo on CPU: "
+                           "60 µs), beside one link_gbs: not the two-link cluster of the group",
 }
 
 

@@ -61,6 +61,11 @@ PARAM_SETS: dict[str, list[dict]] = {
                  "capacity_factor": "0", "drop_policy": "position", "router": "topk_softmax"},
             {"skew": "2.5", "token_width": "4", "seed": "5", "aux_loss_coeff": "0.1",
              "z_loss_coeff": "0"}],
+    "train": [{}, {"tp": "2", "cp": "2", "pp": "2", "dp": "1", "ep": "2", "zero": "1",
+                   "sequence_parallel": "true", "recompute": "full", "schedule": "gpipe",
+                   "dtype": "float32", "clip": "0.5"},
+              {"tp": "1", "pp": "1", "dp": "4", "ep": "4", "microbatches": "2", "nodes": "2",
+               "lr": "0.00123456789", "experts": "8", "order": "tp-dp-cp-ep-pp"}],
     "context-parallel": [{}, {"method": "ulysses", "cp": "2", "heads": "6", "kv_heads": "2",
                               "causal": "false", "seq": "10", "seed": "5"},
                          {"method": "hybrid", "cp": "8", "ulysses": "2", "balance": "zigzag",
@@ -71,7 +76,7 @@ PARAM_SETS: dict[str, list[dict]] = {
 }
 """Query parameters; the first set of each scene is its default."""
 
-GPUS_PER_NODE = {"collective"}
+GPUS_PER_NODE = {"collective", "train"}
 """Scenes whose torchrun line spans nodes when the ranks do not fit on one."""
 
 CASES = [(scene, query) for scene in SCENES if scene.verify is not None
@@ -97,7 +102,8 @@ def worker_module(path: str):
     workers = str(ROOT / "workers")
     if workers not in sys.path:
         sys.path.insert(0, workers)
-    return importlib.import_module(path.removeprefix("workers/").removesuffix(".py"))
+    return importlib.import_module(path.removeprefix("workers/").removesuffix(".py")
+                                   .replace("/", "."))
 
 
 def test_every_real_run_has_parameter_sets():
