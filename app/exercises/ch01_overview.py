@@ -13,7 +13,7 @@ from app.exercises.common import params, plural, psi_text
 from app.exercises.model import Mistake, Step, Worked, exercise
 from app.exercises.units import num
 from app.sim.memory import activations, model_states
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.sim.parallelism import strategies as five
 from app.sim.parallelism.layout import Layout
 from app.sim.parallelism.params import ParallelismParams

@@ -19,7 +19,7 @@ from app.exercises.units import num
 from app.sim.collectives.cost import Links
 from app.sim.flops import layer_forward_flops
 from app.sim.memory import activations
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.sim.tensor_parallel import scale as tp_scale
 from app.sim.tensor_parallel.ops import split
 

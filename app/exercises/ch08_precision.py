@@ -19,7 +19,7 @@ from app.exercises.units import num
 from app.sim import flops
 from app.sim.checkpointing.simulate import LayerBytes, full_peak, global_batch, segments
 from app.sim.memory import activations
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.sim.precision.loss_scaling import per_tensor_scale, update_scale
 from app.sim.precision.number_formats import FORMATS, encode, overflows
 

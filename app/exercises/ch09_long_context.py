@@ -17,7 +17,7 @@ from app.sim.context_parallel import cost as cp_cost
 from app.sim.context_parallel.layout import tokens_table
 from app.sim.context_parallel.volumes import elements_sent
 from app.sim.memory import activations
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 
 CP = (2, 4, 8, 16, 32)
 SEQS = (8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
