@@ -4,9 +4,11 @@ fails the test on console errors or on any request leaving the server's origin."
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -19,6 +21,16 @@ from app.jobs.runner import JobRunner, kill_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
+
+# Every server a test starts (create_app() without a runner, the live server, the servers of
+# tests/workers/test_server_death.py) keeps its jobs in this session's own data directory, never
+# in the user's state directory: another checkout's server may be using that one.
+DATA = Path(tempfile.mkdtemp(prefix="shardscope-test-data-"))
+os.environ["SHARDSCOPE_DATA"] = str(DATA)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(DATA, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
