@@ -11,12 +11,11 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
 from app.export import FORMATS, OPTION_HELP, export, filename, parse_options
+from app.http_cache import pure
 from app.params import ParamsError, parse
 from app.routes.openapi import problem_response, query_parameters
 from app.routes.scenes import json_error
 from app.scene import trace_of
-
-EXPORT_CACHE = "private, max-age=600"
 
 
 def export_router(scenes) -> APIRouter:
@@ -34,6 +33,7 @@ def export_router(scenes) -> APIRouter:
 
 
 def handler(scene):
+    @pure()  # an export names this server (base_url): its tag holds the host
     def export_scene(request: Request,
                      ext: str = Path(description="the format: " + ", ".join(FORMATS))):
         return answer(request, scene, ext)
@@ -54,5 +54,4 @@ def answer(request: Request, scene, ext: str) -> Response:
         return json_error(error)
     disposition = "inline" if ext in ("png", "gif") else "attachment"
     return Response(body, media_type=FORMATS[ext], headers={
-        "Content-Disposition": f'{disposition}; filename="{filename(ext, scene, opts)}"',
-        "Cache-Control": EXPORT_CACHE})
+        "Content-Disposition": f'{disposition}; filename="{filename(ext, scene, opts)}"'})
