@@ -86,8 +86,8 @@ class JobRunner:
                   if data is None else Path(data))
         self.store = JobStore(folder, keep=keep)
         self.lock = RunnerLock(folder / "runner.lock")
-        self.resolve: Callable[[str, str], Spec] | None = None
-        """(scene, query) → what running it takes, for jobs submitted by another process"""
+        self._resolve: Callable[[str, str], Spec] | None = None
+        self._ready = threading.Event()  # set once jobs from the store can be rebuilt
         self._jobs: OrderedDict[str, Job] = OrderedDict()  # this process's jobs, live objects
         self._local: dict[str, Spec] = {}  # what the jobs submitted here need to run
         self._running: set[str] = set()
@@ -118,6 +118,18 @@ class JobRunner:
                    data=data_dir())
 
     @property
+    def resolve(self) -> Callable[[str, str], Spec] | None:
+        """(scene, query) → what running that job takes, for jobs another process admitted
+        (or a previous server: those still queued at a restart); set by app/routes/verify.py.
+        The queue is not run before it is set (or a job is submitted here)."""
+        return self._resolve
+
+    @resolve.setter
+    def resolve(self, function: Callable[[str, str], Spec] | None) -> None:
+        self._resolve = function
+        self._ready.set()
+
+    @property
     def is_runner(self) -> bool:
         """Whether this process runs the jobs (holds the runner lock)."""
         return self.lock.held
@@ -138,6 +150,7 @@ class JobRunner:
         with self._lock:
             self._local[job.id] = (check, params, trace, tuple(extra_args))
             self._remember(job)
+        self._ready.set()
         self._wake.set()
         return job
 
@@ -227,7 +240,8 @@ class JobRunner:
         while not self._closed:
             self._wake.wait(self.poll_s)
             self._wake.clear()
-            while not self._closed and len(self._running) < self.concurrency:
+            while (not self._closed and self._ready.is_set()
+                   and len(self._running) < self.concurrency):
                 try:
                     claimed = self.store.claim(os.getpid())
                 except QueueFull:  # the store closed under us: stopping
