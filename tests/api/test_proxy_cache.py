@@ -1,0 +1,131 @@
+"""deploy/nginx.conf in front of the app (issue 29, item 4): nginx on loopback (free ports, its
+prefix, temp and cache folders under the test's tmp folder, stopped by its pid) in front of the
+live server. A repeat view is a cache HIT with the same bytes, each representation (page,
+fragment, gzip or not) is its own entry, a changed query is a MISS, a browser's tag is answered
+304 by nginx, and real runs — jobs, their status, reports — pass through uncached."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from app.jobs.runner import kill_tree
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (make test installs it)")
+
+
+def configured(app_port: int, port: int) -> str:
+    """deploy/nginx.conf with this test's ports and user: each changed line is there once."""
+    text = (ROOT / "deploy" / "nginx.conf").read_text()
+    user = "user root;" if os.geteuid() == 0 else ""
+    for old, new in (("listen 8080;", f"listen 127.0.0.1:{port};"),
+                     ("server 127.0.0.1:8000;", f"server 127.0.0.1:{app_port};"),
+                     ("user www-data;", user)):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.fixture(scope="module")
+def proxy(live_server, tmp_path_factory):
+    prefix = tmp_path_factory.mktemp("nginx")
+    for folder in ("logs", "temp", "cache"):
+        (prefix / folder).mkdir()
+    port = free_port()
+    conf = prefix / "nginx.conf"
+    conf.write_text(configured(urlsplit(live_server).port, port))
+    command = [NGINX, "-p", f"{prefix}/", "-c", str(conf), "-g", "daemon off;"]
+    check = subprocess.run([*command[:-2], "-t"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    proc = subprocess.Popen(command, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(base + "/static/favicon.svg", timeout=2).read()
+            break
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                (prefix / "logs" / "error.log").read_text()
+            time.sleep(0.1)
+    yield base
+    kill_tree(proc.pid)
+
+
+def get(base: str, path: str, **headers) -> tuple[int, dict, bytes]:
+    request = urllib.request.Request(base + path, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def post(base: str, path: str, body: bytes = b"") -> tuple[int, dict, bytes]:
+    request = urllib.request.Request(base + path, data=body, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+@pytest.mark.parametrize("path,headers", [
+    ("/pipeline?stages=5&microbatches=7", {}),
+    ("/pipeline?stages=5&microbatches=7", {"HX-Request": "true"}),
+    ("/pipeline?stages=5&microbatches=7", {"HX-Request": "true", "Accept-Encoding": "gzip"}),
+    ("/api/zero?dp=5", {}),
+    ("/svg/collective?world=5&frame=2", {}),
+    ("/embed/moe?experts=16", {}),
+])
+def test_a_repeat_view_is_a_cache_hit(proxy, path, headers):
+    status, first, body = get(proxy, path, **headers)
+    assert status == 200 and first["x-cache-status"] == "MISS", first
+    status, again, same = get(proxy, path, **headers)
+    assert status == 200 and again["x-cache-status"] == "HIT", again
+    assert same == body and again["etag"] == first["etag"]
+    assert again["cache-control"].startswith("public, max-age=")
+    # the browser's own copy: nginx answers its tag
+    status, _, empty = get(proxy, path, **{**headers, "If-None-Match": first["etag"]})
+    assert status == 304 and empty == b""
+
+
+def test_each_representation_and_query_is_its_own_entry(proxy):
+    path = "/collective?world=7&count=14"
+    _, page, page_body = get(proxy, path)
+    _, fragment, fragment_body = get(proxy, path, **{"HX-Request": "true"})
+    assert page["x-cache-status"] == fragment["x-cache-status"] == "MISS"
+    assert b"<html" in page_body and b"<html" not in fragment_body
+    _, zipped, zipped_body = get(proxy, path, **{"HX-Request": "true", "Accept-Encoding": "gzip, br"})
+    assert zipped["x-cache-status"] == "MISS" and zipped["content-encoding"] == "gzip"
+    _, other, _ = get(proxy, path, **{"HX-Request": "true", "Accept-Encoding": "deflate, gzip"})
+    assert other["x-cache-status"] == "HIT"  # any way of asking for gzip: one entry
+    _, changed, changed_body = get(proxy, "/collective?world=7&count=21", **{"HX-Request": "true"})
+    assert changed["x-cache-status"] == "MISS" and changed_body != fragment_body
+
+
+def test_jobs_reports_and_uploads_pass_through_uncached(proxy):
+    job = "/api/verify/collective?world=99"  # rejected by the app (422), every time
+    for _ in range(2):
+        status, headers, body = post(proxy, job)
+        assert status == 422 and "x-cache-status" not in headers
+        assert headers["cache-control"] == "no-store"
+    status, headers, body = post(proxy, "/api/verify/collective/report?world=2&count=4",
+                                 json.dumps({"argv": []}).encode())
+    assert status == 422 and b"digest" in body and "x-cache-status" not in headers
+    for _ in range(2):
+        status, headers, _ = get(proxy, "/api/verify/jobs/nope")
+        assert status == 404 and "x-cache-status" not in headers
+        assert headers["cache-control"] == "no-store"
