@@ -16,7 +16,9 @@ ASGI middleware, then gives every 200 it sends
   ``Accept-Encoding`` where the answer may be gzipped),
 
 and answers a GET whose ``If-None-Match`` holds the tag with 304 **before anything is parsed,
-simulated or rendered**: the tag is computed from the request alone. Students' browsers reuse a
+simulated or rendered**: the tag is computed from the request alone. An answer asked for again
+(another student's browser, the same state) is sent from :data:`app.caches.SENT` — the headers
+and bytes sent the first time, gzip included — before routing, on the event loop. Students' browsers reuse a
 state they have seen without asking; a proxy in front (deploy/nginx.conf) answers a class from
 one render, and revalidates with a 304 that costs the app no render either.
 
@@ -40,6 +42,8 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import Headers
+
+from app.caches import SENT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,6 +164,14 @@ class HttpCache:
                         "headers": [*cache, (b"vary", ", ".join(vary).encode())]})
             await send({"type": "http.response.body", "body": b""})
             return
+        # (/api and /export have byte caches of their own: app/routes/answers.py, EXPORTS)
+        keep = not scope["path"].startswith(("/api/", "/export/"))
+        sent = SENT.get(tag) if keep else None
+        if sent is not None:  # a repeat view: the bytes as they were sent
+            await send({"type": "http.response.start", "status": 200, "headers": sent[0]})
+            await send({"type": "http.response.body", "body": sent[1]})
+            return
+        kept: dict = {}
 
         async def send_tagged(message):
             if message["type"] == "http.response.start":
@@ -170,9 +182,17 @@ class HttpCache:
                     own = dict((k.lower(), v) for k, v in out).get(b"cache-control")
                     if own is None:
                         out += cache
+                        if keep:  # kept below once the whole body has gone
+                            kept["headers"] = [(k, v) for k, v in out
+                                               if k.lower() != b"server-timing"]
                     elif b"no-store" not in own:
                         out.append(cache[0])
                 message = {**message, "headers": out}
+            elif message["type"] == "http.response.body" and "headers" in kept:
+                if message.get("more_body", False):
+                    kept.clear()  # streamed: not kept
+                else:
+                    SENT.put(tag, (kept.pop("headers"), message.get("body", b"")))
             await send(message)
 
         await self.app(scope, receive, send_tagged)

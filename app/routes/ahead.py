@@ -14,6 +14,9 @@ for the move that may come, without a failed load in the browser's console.
 from __future__ import annotations
 
 import threading
+from collections import deque
+from collections.abc import Callable
+from contextlib import contextmanager
 
 from starlette.datastructures import Headers
 
@@ -37,6 +40,60 @@ class Rendering:
 
 
 RENDERING = Rendering()
+
+
+class ClientGone(Exception):
+    """The request's client went away while it waited for its turn."""
+
+
+class Turns:
+    """New states rendered one at a time in this process, in the order they were asked for.
+
+    Rendering holds the GIL, so two renders at once in one process take as long as one after the
+    other, and both answers come late; in turn, the first comes early. While a request waits,
+    every ``poll_s`` it asks whether its client is still there: htmx aborts a move's request when
+    the next move comes (hx-sync="this:replace"), so a drag of twenty moves costs the server the
+    states it was still on when its turn came, not twenty renders — and a lecturer's move waits
+    behind at most one state per student, not behind every move of every drag."""
+
+    def __init__(self, poll_s: float = 0.02):
+        self.poll_s = poll_s
+        self._lock = threading.Lock()
+        self._queue: deque[threading.Event] = deque()  # waiting turns, first asked first
+        self._busy = False
+
+    @contextmanager
+    def turn(self, gone: Callable[[], bool]):
+        """Hold this process's render turn; raise :class:`ClientGone` if ``gone()`` says the
+        client left while waiting for it."""
+        mine = threading.Event()
+        with self._lock:
+            if self._busy:
+                self._queue.append(mine)
+            else:
+                self._busy = True
+                mine.set()
+        while not mine.wait(self.poll_s):
+            if gone():
+                with self._lock:
+                    if not mine.is_set():  # (else the turn was just handed over: take it)
+                        self._queue.remove(mine)
+                        raise ClientGone
+        try:
+            yield
+        finally:
+            with self._lock:
+                if self._queue:
+                    self._queue.popleft().set()
+                else:
+                    self._busy = False
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+
+TURNS = Turns()
 
 
 def is_ahead(headers) -> bool:

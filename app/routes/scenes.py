@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+import anyio.from_thread
 import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -21,12 +22,13 @@ from starlette.concurrency import run_in_threadpool
 
 from app.caches import PAGES
 from app.http_cache import ANSWER_MAX_AGE, PAGE_MAX_AGE, pure
-from app.routes.ahead import AHEAD, RENDERING, is_ahead  # noqa: F401  (AHEAD, RENDERING: tests)
+from app.routes.ahead import AHEAD, RENDERING, TURNS, ClientGone, is_ahead  # noqa: F401
+
 from app.params import ParamsError, Problem, parse
 from app.course import neighbours
 from app.routes.answers import remember
 from app.routes.openapi import problem_response, query_parameters
-from app.scene import Scene, cached_json, json_of, trace_of
+from app.scene import Scene, cached_json, json_of, trace_of, traced
 from app.templating import render
 
 JSON = "application/json"
@@ -66,6 +68,11 @@ def nearest_frame(query: Mapping[str, str], frames: int, default: int = 0) -> in
     return max(0, min(frames - 1, frame))
 
 
+def client_gone(request: Request) -> bool:
+    """Whether the client of ``request`` (a sync handler's, in the thread pool) has left."""
+    return anyio.from_thread.run(request.is_disconnected)
+
+
 def json_error(error: ParamsError) -> Response:
     return Response(orjson.dumps(error.to_dict()), status_code=422, media_type=JSON)
 
@@ -85,6 +92,19 @@ def scene_router(scene: Scene) -> APIRouter:
     without_frame = {"parameters": query_parameters(scene.params)}
     errors = problem_response()
 
+    def real_run(request: Request, params) -> dict:
+        return ({"verify_info": request.app.state.runner.info(scene.verify, params)}
+                if scene.verify is not None else {})
+
+    def page_kept(request: Request, params, embed: bool, block: str | None) -> str | None:
+        """The rendered page if it is kept (its trace kept, and the page of that frame)."""
+        trace = traced.kept(scene.simulate, params)
+        if trace is None:
+            return None
+        frame = nearest_frame(request.query_params, scene.frame_count(trace))
+        return PAGES.get((scene.slug, params, frame, embed, block,
+                          repr(real_run(request, params))))
+
     def html(request: Request, embed: bool, block: str | None) -> tuple[str, int]:
         """The page (or its block) and its status. A page is a pure function of its params,
         frame and the server's real-run settings, so what was rendered is kept (dragging a
@@ -95,22 +115,27 @@ def scene_router(scene: Scene) -> APIRouter:
                 **neighbours(getattr(request.app.state, "scenes", ()), scene)}
         try:
             params = parse(scene.params, query)
-            trace = trace_of(scene, params)
-            frame = nearest_frame(query, scene.frame_count(trace))
+            kept = page_kept(request, params, embed, block)
+            if kept is not None:
+                return kept, 200
+            # a state not rendered yet: in this process's turn (unless its asker has gone)
+            with TURNS.turn(lambda: client_gone(request)):
+                trace = trace_of(scene, params)
+                frame = nearest_frame(query, scene.frame_count(trace))
+                extra = real_run(request, params)
+                key = (scene.slug, params, frame, embed, block, repr(extra))
+                cached = PAGES.get(key)
+                if cached is None:
+                    ctx = {**base, "params": params, "values": params.model_dump(),
+                           "trace": trace, "problems": [], "frame": frame, **extra,
+                           **scene.view(params, trace, frame)}
+                    cached = render(scene.template, block, **ctx)
+                    PAGES.put(key, cached)
         except ParamsError as error:
             values = {**_defaults(scene), **dict(query)}
             ctx = {**base, "params": None, "values": values, "trace": None,
                    "problems": error.problems, "frame": 0}
             return render(scene.template, block, **ctx), 422
-        extra = ({"verify_info": request.app.state.runner.info(scene.verify, params)}
-                 if scene.verify is not None else {})
-        key = (scene.slug, params, frame, embed, block, repr(extra))
-        cached = PAGES.get(key)
-        if cached is None:
-            ctx = {**base, "params": params, "values": params.model_dump(), "trace": trace,
-                   "problems": [], "frame": frame, **extra, **scene.view(params, trace, frame)}
-            cached = render(scene.template, block, **ctx)
-            PAGES.put(key, cached)
         return cached, 200
 
     @router.get(f"/{scene.slug}", response_class=HTMLResponse, openapi_extra=with_frame,
@@ -123,8 +148,11 @@ def scene_router(scene: Scene) -> APIRouter:
         fragment = is_fragment(request)
         ahead = fragment and is_ahead(request.headers)
         start = time.perf_counter()
-        with RENDERING:
-            body, status = html(request, embed=False, block="stage" if fragment else None)
+        try:
+            with RENDERING:
+                body, status = html(request, embed=False, block="stage" if fragment else None)
+        except ClientGone:  # nobody is waiting for this answer any more
+            return Response(status_code=204, headers={"Cache-Control": "no-store"})
         # what the server spent (the bench splits a jump's time with it: bench/jump_split.py)
         headers = {"Server-Timing": f"render;dur={(time.perf_counter() - start) * 1000:.1f}"}
         if ahead and status == 422:
@@ -136,7 +164,10 @@ def scene_router(scene: Scene) -> APIRouter:
                 responses=errors, summary=f"{scene.title}: the deck and player, frameable")
     @pure(max_age=PAGE_MAX_AGE)
     def embed(request: Request):
-        body, status = html(request, embed=True, block=None)
+        try:
+            body, status = html(request, embed=True, block=None)
+        except ClientGone:
+            return Response(status_code=204, headers={"Cache-Control": "no-store"})
         return HTMLResponse(body, status_code=status)
 
     @router.get(f"/api/{scene.slug}", openapi_extra=without_frame, responses=errors,

@@ -1,67 +1,28 @@
-"""deploy/nginx.conf in front of the app (issue 29, item 4): nginx on loopback (free ports, its
-prefix, temp and cache folders under the test's tmp folder, stopped by its pid) in front of the
-live server. A repeat view is a cache HIT with the same bytes, each representation (page,
+"""deploy/nginx.conf in front of the app (issue 29, item 4): nginx on loopback (bench/proxy.py:
+free ports, its prefix, temp and cache folders in a temp folder of its own, stopped by its pid)
+in front of the live server. A repeat view is a cache HIT with the same bytes, each representation (page,
 fragment, gzip or not) is its own entry, a changed query is a MISS, a browser's tag is answered
 304 by nginx, and real runs — jobs, their status, reports — pass through uncached."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from app.jobs.runner import kill_tree
-from tests.conftest import free_port
+from bench.proxy import nginx, nginx_binary
 
-ROOT = Path(__file__).resolve().parents[2]
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (make test installs it)")
-
-
-def configured(app_port: int, port: int) -> str:
-    """deploy/nginx.conf with this test's ports and user: each changed line is there once."""
-    text = (ROOT / "deploy" / "nginx.conf").read_text()
-    user = "user root;" if os.geteuid() == 0 else ""
-    for old, new in (("listen 8080;", f"listen 127.0.0.1:{port};"),
-                     ("server 127.0.0.1:8000;", f"server 127.0.0.1:{app_port};"),
-                     ("user www-data;", user)):
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    return text
+pytestmark = pytest.mark.skipif(nginx_binary() is None,
+                                reason="nginx is not installed (make test installs it)")
 
 
 @pytest.fixture(scope="module")
-def proxy(live_server, tmp_path_factory):
-    prefix = tmp_path_factory.mktemp("nginx")
-    for folder in ("logs", "temp", "cache"):
-        (prefix / folder).mkdir()
-    port = free_port()
-    conf = prefix / "nginx.conf"
-    conf.write_text(configured(urlsplit(live_server).port, port))
-    command = [NGINX, "-p", f"{prefix}/", "-c", str(conf), "-g", "daemon off;"]
-    check = subprocess.run([*command[:-2], "-t"], capture_output=True, text=True)
-    assert check.returncode == 0, check.stderr
-    proc = subprocess.Popen(command, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            urllib.request.urlopen(base + "/static/favicon.svg", timeout=2).read()
-            break
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, \
-                (prefix / "logs" / "error.log").read_text()
-            time.sleep(0.1)
-    yield base
-    kill_tree(proc.pid)
+def proxy(live_server):
+    with nginx(urlsplit(live_server).port) as base:
+        yield base
 
 
 def get(base: str, path: str, **headers) -> tuple[int, dict, bytes]:
