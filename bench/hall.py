@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ import psutil
 
 from app.jobs.procs import free_port, kill_tree
 from bench.http_load import percentile
+from bench.servers import wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 VISIT = Path(__file__).with_name("hall_visit.json")
@@ -52,59 +52,6 @@ SPREAD_S = 5.0
 LECTURER_EVERY_S = 1.0
 BUDGETS = {32: 250, 100: 500}
 REPEAT_P95_MS = 20
-
-
-# -- recording a visit --------------------------------------------------------------------------
-
-def record(base: str, out: Path = VISIT) -> dict:
-    """Visit /pipeline in Chromium as a person does and write every request it made."""
-    from playwright.sync_api import sync_playwright
-
-    from bench.browser import launch
-    events: list[dict] = []
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        page = browser.new_page(viewport={"width": 1600, "height": 1000})
-        t0 = [0.0]
-
-        def sent(request):
-            if not request.url.startswith(base):
-                return
-            headers = request.headers
-            kind = ("page" if request.resource_type == "document" else
-                    "asset" if "/static/" in request.url else
-                    "ahead" if headers.get("x-fetch-ahead") else
-                    "move" if headers.get("hx-request") else "other")
-            events.append({"t_ms": round((time.monotonic() - t0[0]) * 1000), "kind": kind,
-                           "tier": headers.get("x-fetch-ahead", ""),
-                           "url": request.url[len(base):]})
-        page.on("request", sent)
-        t0[0] = time.monotonic()
-        page.goto(f"{base}/{SCENE}", wait_until="load")
-        page.wait_for_timeout(20_000)  # reading: what the page fetches at rest
-        slider = page.locator('input[data-target="microbatches"]')
-        box = slider.bounding_box()
-        y = box["y"] + box["height"] / 2
-        page.mouse.move(box["x"] + box["width"] * 0.3, y, steps=8)  # a look at the track …
-        page.wait_for_timeout(400)
-        page.mouse.down()  # … a click there, then a drag back and forth around it
-        for k in range(24):
-            x = box["x"] + box["width"] * (0.3 + 0.16 * ((k % 12) / 11 - 0.5))
-            page.mouse.move(x, y, steps=2)
-            page.wait_for_timeout(60)
-        page.mouse.up()
-        page.wait_for_timeout(4000)
-        chip = page.locator('input[name="schedule"][value="gpipe"]')
-        box = chip.evaluate("r => { const b = (r.closest('label') || r).getBoundingClientRect();"
-                            " return {x: b.x + b.width / 2, y: b.y + b.height / 2}; }")
-        page.mouse.move(box["x"], box["y"], steps=6)  # a look at a chip, then the click
-        page.wait_for_timeout(300)
-        page.mouse.click(box["x"], box["y"])
-        page.wait_for_timeout(6000)
-        browser.close()
-    visit = {"scene": SCENE, "recorded": time.strftime("%Y-%m-%d"), "events": events}
-    out.write_text(json.dumps(visit, indent=1) + "\n")
-    return visit
 
 
 # -- replaying it -----------------------------------------------------------------------------
@@ -256,15 +203,7 @@ def make_run():
                             env={**os.environ, "PYTHONPATH": str(ROOT), "SHARDSCOPE_DATA": data})
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(base + "/", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("shardscope serve did not start") from None
-                time.sleep(0.2)
+        wait_until_up(proc, base + "/", 60, "shardscope serve")
         yield base, proc.pid
     finally:
         kill_tree(proc.pid)
@@ -313,6 +252,7 @@ def main() -> None:
     parser.add_argument("--no-proxy", action="store_true", help="skip the runs behind nginx")
     args = parser.parse_args()
     if args.record:
+        from bench.hall_record import record
         with make_run() as (base, _):
             visit = record(base)
         print(f"recorded {len(visit['events'])} requests into {VISIT}", file=sys.stderr)

@@ -9,12 +9,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 from app.jobs.procs import kill_tree
+from bench.servers import wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "deploy" / "nginx.conf"
@@ -59,15 +58,10 @@ def nginx(app_port: int):
     proc = subprocess.Popen([*command, "-g", "daemon off;"], start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(base + "/static/favicon.svg", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((prefix / "logs" / "error.log").read_text()) from None
-                time.sleep(0.1)
+        try:
+            wait_until_up(proc, base + "/static/favicon.svg", 20, "nginx", poll_s=0.1)
+        except RuntimeError:
+            raise RuntimeError((prefix / "logs" / "error.log").read_text()) from None
         yield base
     finally:
         kill_tree(proc.pid)

@@ -35,15 +35,21 @@ def serve(target: str, *factory: str, ready_path: str = "/"):
                             start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + ready_path, timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{target} did not start") from None
-                time.sleep(0.2)
+        wait_until_up(proc, base + ready_path, what=target)
         yield base
     finally:
         kill_tree(proc.pid)
+
+
+def wait_until_up(proc: subprocess.Popen, url: str, limit_s: float = 30, what: str = "",
+                  poll_s: float = 0.2) -> None:
+    """Return once ``url`` answers; raise if ``proc`` ends first or ``limit_s`` pass."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what or url} did not start") from None
+            time.sleep(poll_s)
