@@ -64,6 +64,7 @@ class Tally:
     statuses: dict = field(default_factory=dict)
     seen: set = field(default_factory=set)
     errors: list = field(default_factory=list)
+    resets: int = 0
 
     def count(self, status: int) -> None:
         self.statuses[status] = self.statuses.get(status, 0) + 1
@@ -77,17 +78,22 @@ def own_url(url: str, value: float) -> str:
 
 
 async def fetch(session, base: str, url: str, headers: dict, tally: Tally) -> int:
+    import aiohttp
     key = (url, headers.get("HX-Request", ""))
     repeat = key in tally.seen
     t0 = time.perf_counter()
-    try:
-        async with session.get(base + url, headers=headers) as response:
-            await response.read()
-            status = response.status
-    except Exception as error:  # a refused or reset connection counts as a failure
-        tally.errors.append(f"{type(error).__name__}: {error}")
-        tally.count(599)
-        return 599
+    for attempt in (1, 2):
+        try:
+            async with session.get(base + url, headers=headers) as response:
+                await response.read()
+                status = response.status
+            break
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as error:
+            # a keep-alive connection the server closed as it was reused: a browser asks again
+            tally.resets += 1
+            if attempt == 2:
+                tally.errors.append(f"{type(error).__name__}: {error}")
+                return 0
     ms = (time.perf_counter() - t0) * 1000
     tally.count(status)
     if status == 200 and not url.startswith("/static/"):
@@ -103,7 +109,9 @@ async def student(base: str, visit: dict, index: int, tally: Tally, rng: random.
     own = False
     start = time.monotonic()
     queue: asyncio.Queue = asyncio.Queue()
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit_per_host=6)) as session:
+    # (the bodies are read as they came, gzipped: the load generator shares the cores it measures)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit_per_host=6),
+                                     auto_decompress=False) as session:
         async def ahead_one_at_a_time():
             while True:
                 url, tier = await queue.get()
@@ -144,7 +152,7 @@ async def student(base: str, visit: dict, index: int, tally: Tally, rng: random.
 
 async def lecturer(base: str, tally: Tally, until: float) -> None:
     import aiohttp
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(auto_decompress=False) as session:
         await asyncio.sleep(SPREAD_S / 2)
         k = 0
         while time.monotonic() < until:
@@ -189,7 +197,17 @@ async def a_class(base: str, visit: dict, students: int, server_pids: list[int])
             "new_p95_ms": p95(tally.new_ms), "new_states": len(tally.new_ms),
             "statuses": {str(k): v for k, v in sorted(tally.statuses.items())},
             "server_errors": sum(v for k, v in tally.statuses.items() if k >= 500),
+            "connection_resets": tally.resets, "failed": len(tally.errors),
             "errors": tally.errors[:5], "rss_mb": round(peak[0] / 2**20)}
+
+
+def run_class(base: str, visit: dict, students: int, pids: list[int]) -> dict:
+    """One class, on uvloop where it is installed (the load generator costs the cores less)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(a_class(base, visit, students, pids))
+    return uvloop.run(a_class(base, visit, students, pids))
 
 
 @contextmanager
@@ -219,10 +237,10 @@ def measure(sizes=(32, 100), proxied: bool = True) -> dict:
                  "workers": os.cpu_count(), "direct": {}, "nginx": {}}
     for students in sizes:
         with make_run() as (base, pid):
-            out["direct"][students] = asyncio.run(a_class(base, visit, students, [pid]))
+            out["direct"][students] = run_class(base, visit, students, [pid])
         if proxied and nginx_binary():
             with make_run() as (base, pid), nginx(urlsplit(base).port) as front:
-                out["nginx"][students] = asyncio.run(a_class(front, visit, students, [pid]))
+                out["nginx"][students] = run_class(front, visit, students, [pid])
     return out
 
 
@@ -233,13 +251,15 @@ def rows(r: dict, mark) -> list[str]:
         for students, m in sorted(r.get(where, {}).items(), key=lambda kv: int(kv[0])):
             budget = BUDGETS.get(int(students), 500)
             ok = (m["lecturer_p95_ms"] is not None and m["lecturer_p95_ms"] <= budget
-                  and (m["repeat_p95_ms"] or 0) <= REPEAT_P95_MS and not m["server_errors"])
+                  and (m["repeat_p95_ms"] or 0) <= REPEAT_P95_MS and not m["server_errors"]
+                  and not m.get("failed"))
             out.append(f"| a lecture hall, {students} students on `/{SCENE}` ({label}, "
                        f"{r.get('workers')} workers): lecturer's new state p50 / p95, repeat "
-                       f"views p95, 5xx, server memory | p95 ≤ {budget} ms, ≤ {REPEAT_P95_MS} ms, "
-                       f"0 | {m['lecturer_p50_ms']:.0f} / {m['lecturer_p95_ms']:.0f} ms, "
-                       f"{m['repeat_p95_ms'] or 0:.1f} ms ({m['repeats']} repeats, "
-                       f"{m['new_states']} new states), {m['server_errors']}, {m['rss_mb']} MB "
+                       f"views p95, 5xx and failed requests, server memory | p95 ≤ {budget} ms, "
+                       f"≤ {REPEAT_P95_MS} ms, 0 | {m['lecturer_p50_ms']:.0f} / "
+                       f"{m['lecturer_p95_ms']:.0f} ms, {m['repeat_p95_ms'] or 0:.1f} ms "
+                       f"({m['repeats']} repeats, {m['new_states']} new states), "
+                       f"{m['server_errors']} and {m.get('failed', 0)}, {m['rss_mb']} MB "
                        f"{mark(ok)} |")
     return out
 

@@ -64,5 +64,12 @@ def nginx(app_port: int):
             raise RuntimeError((prefix / "logs" / "error.log").read_text()) from None
         yield base
     finally:
+        # SIGTERM first: nginx's master stops its workers and exits; killed outright, it would
+        # respawn a worker between the children's SIGKILL and its own, and leave it behind
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
         kill_tree(proc.pid)
         shutil.rmtree(prefix, ignore_errors=True)

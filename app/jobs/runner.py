@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -246,6 +247,10 @@ class JobRunner:
                     claimed = self.store.claim(os.getpid())
                 except QueueFull:  # the store closed under us: stopping
                     return
+                except sqlite3.Error as error:  # (busy past its timeout: the next round retries)
+                    print(f"shardscope: the job store could not be read: {error}",
+                          file=sys.stderr)
+                    break
                 if claimed is None:
                     break
                 with self._lock:
