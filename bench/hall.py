@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -225,6 +226,7 @@ def make_run():
         yield base, proc.pid
     finally:
         kill_tree(proc.pid)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def measure(sizes=(32, 100), proxied: bool = True) -> dict:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -31,14 +33,17 @@ def serve(target: str, *factory: str, ready_path: str = "/"):
     command = [sys.executable, "-m", "uvicorn", target, *factory, "--host", "127.0.0.1",
                "--port", str(port), "--loop", "uvloop", "--http", "httptools",
                "--log-level", "warning", "--no-access-log"]
-    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            start_new_session=True)
+    # a data directory of its own: jobs of a server the developer runs meanwhile are not shared
+    data = tempfile.mkdtemp(prefix="shardscope-bench-")
+    proc = subprocess.Popen(command, cwd=ROOT, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "SHARDSCOPE_DATA": data})
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(proc, base + ready_path, what=target)
         yield base
     finally:
         kill_tree(proc.pid)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def wait_until_up(proc: subprocess.Popen, url: str, limit_s: float = 30, what: str = "",

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from app import http_cache
 from app.caches import LAYERS
 from app.http_cache import ANSWER_MAX_AGE, PAGE_MAX_AGE, canonical_query, pure
+from app.jobs.runner import JobRunner
 from app.main import SCENES, create_app
 from app.templating import asset_version
 
@@ -144,10 +145,11 @@ def test_the_same_url_renders_the_same_bytes_after_the_caches_are_emptied(client
     assert [client.get(url, headers=h).content for url, h in urls] == first
 
 
-def test_a_new_version_of_the_app_changes_every_tag(client, runner, monkeypatch):
+def test_a_new_version_of_the_app_changes_every_tag(client, monkeypatch):
     old = {what: client.get(url, headers=h).headers["etag"] for what, url, h, _ in KINDS}
     monkeypatch.setattr(http_cache, "code_version", lambda: "a newer version")
-    with TestClient(create_app(runner)) as upgraded:
+    # (a runner of its own: the app's shutdown stops its runner, not the session's)
+    with TestClient(create_app(JobRunner())) as upgraded:
         for what, url, headers, _ in KINDS:
             answer = upgraded.get(url, headers={**headers, "If-None-Match": old[what]})
             assert answer.status_code == 200, what
@@ -167,7 +169,7 @@ def test_the_version_hashes_the_code_templates_and_static_files(tmp_path):
     assert version(tmp_path) == first
 
 
-def test_a_route_added_later_gets_tags_by_declaring_itself_pure(runner):
+def test_a_route_added_later_gets_tags_by_declaring_itself_pure():
     router = APIRouter()
 
     @router.get("/api/new-thing")
@@ -179,7 +181,7 @@ def test_a_route_added_later_gets_tags_by_declaring_itself_pure(runner):
     def not_declared():
         return {}
 
-    app = create_app(runner)
+    app = create_app(JobRunner())
     app.include_router(router)
     with TestClient(app) as client:
         answer = client.get("/api/new-thing?n=2")
