@@ -15,9 +15,12 @@
 5. The five heaviest states of every scene (bench/heaviest.py: a bounded search over each params
    model's extremes), their page, /api and /svg, time and size.
 6. Exports of a 30-frame scene: GIF, PDF, PPTX, HTML (< 5 s) and MP4 (< 10 s), uncached.
-7. Jumps as a person makes them (bench/intent.py: the pointer rests on the track, then
+7. /train's real runs (4 ranks cold and warm, 8 ranks cold), the measured step against the cost
+   model, and the exactness proof over its table of layouts for 1, 5 and 20 steps
+   (bench/train.py).
+8. Jumps as a person makes them (bench/intent.py: the pointer rests on the track, then
    clicks), 0.5 s after a page loads and after reading it.
-8. The lecture hall (bench/hall.py): 32 and 100 simulated students replaying a recorded visit
+9. The lecture hall (bench/hall.py): 32 and 100 simulated students replaying a recorded visit
    against ``make run``'s server while a lecturer's client times its new states; then the
    same behind nginx.
 
@@ -40,6 +43,7 @@ from pathlib import Path
 
 from app.main import SCENES
 from bench import browser, exports, hall, heaviest, intent, jump_split, planner
+from bench import train as train_bench
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -123,6 +127,8 @@ def run(quick: bool) -> dict:
         results["intent"] = intent.measure(app_url, jumps=4 if quick else 8)
         results["verify"] = verify_cold_warm(app_url)
         results["exports"] = exports.measure(app_url)
+        results["train"] = train_bench.measure(app_url)
+    results["train"]["proof"] = train_bench.proof((1, 5) if quick else (1, 5, 20))
     # its own servers: `make run`'s (a worker per core), then behind nginx
     results["hall"] = hall.measure((32,) if quick else (32, 100))
     results["planner"] = planner.measure()
@@ -196,6 +202,7 @@ def table(r: dict) -> str:
                     f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     rows.extend(exports.rows(r.get("exports", {}), mark))
+    rows.extend(train_bench.rows(r.get("train", {}), mark))
     rows.extend(hall.rows(r.get("hall", {}), mark))
     if "planner" in r:
         rows.extend(planner.rows(r["planner"]))

@@ -28,6 +28,7 @@ from app.params import ParamsError, Problem, parse
 from app.course import neighbours
 from app.routes.answers import remember
 from app.routes.openapi import problem_response, query_parameters
+from app.routes.renamed import moved
 from app.scene import Scene, cached_json, json_of, trace_of, traced
 from app.templating import render
 
@@ -145,6 +146,8 @@ def scene_router(scene: Scene) -> APIRouter:
     def page(request: Request):
         # (a state fetched ahead while another render is in flight was answered 204 before
         # routing: app/routes/ahead.py)
+        if (old := moved(request, scene.params)) is not None:
+            return old
         fragment = is_fragment(request)
         ahead = fragment and is_ahead(request.headers)
         start = time.perf_counter()
@@ -164,6 +167,8 @@ def scene_router(scene: Scene) -> APIRouter:
                 responses=errors, summary=f"{scene.title}: the deck and player, frameable")
     @pure(max_age=PAGE_MAX_AGE)
     def embed(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
         try:
             body, status = html(request, embed=True, block=None)
         except ClientGone:
@@ -190,6 +195,8 @@ def scene_router(scene: Scene) -> APIRouter:
                 summary=f"{scene.title}: one step as a standalone SVG file")
     @pure()
     def svg(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
         try:
             params = parse(scene.params, request.query_params)
             trace = trace_of(scene, params)
@@ -205,6 +212,8 @@ def scene_router(scene: Scene) -> APIRouter:
                 responses=errors, summary=f"{scene.title}: every step with its caption, to print")
     @pure(max_age=PAGE_MAX_AGE)
     def handout(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
         try:
             params = parse(scene.params, request.query_params)
             trace = trace_of(scene, params)
