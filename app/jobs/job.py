@@ -39,6 +39,9 @@ class Check:
     """(params, trace, the worker's report) → verdict"""
     unsupported: Callable[[Any], tuple[str, str] | None] | None = None
     """params → (parameter, why these params cannot run for real), or None when they can"""
+    nodes: Callable[[Any], int] | None = None
+    """params → how many torchrun launchers to start (``--nnodes``), meeting on 127.0.0.1;
+    None or 1: one ``--standalone`` launch (or the warm pool)"""
 
 
 @dataclass
