@@ -30,7 +30,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.draw.fmt import coord, fixed
+from app.draw.fmt import coord
+from app.humanize import fixed
 from app.draw.palette import ramp, rank_colour, text_on
 from app.sim.moe.capacity import WEIGHT_GRID
 from app.sim.moe.captions import human_bytes, num
