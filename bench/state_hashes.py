@@ -163,16 +163,19 @@ def _record_scene(args: tuple[str, int]) -> tuple[str, list[str], dict[str, str]
     return slug, [_query(s) for s in accepted + refused], out, len(accepted), len(refused)
 
 
-def _compare_chunk(keys: list[str]) -> dict[str, tuple[str, str]]:
-    """The digest and the first 400 characters of the body of every key (a worker)."""
+def _compare_chunk(expected: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """(key, recorded digest) → {key: (digest now, the body's start)} for the keys whose
+    digest differs (a worker; bodies of identical outputs are not kept)."""
     client, runner = _client()
     out = {}
     with client:
-        for key in keys:
+        for key, digest in expected:
             fragment = key.startswith("HX ")
             url = key[3:] if fragment else key
             response = client.get(url, headers=FRAGMENT if fragment else {})
-            out[key] = (_digest(response), response.text)
+            now = _digest(response)
+            if now != digest:
+                out[key] = (now, response.text[:400])
     runner.shutdown()
     return out
 
@@ -235,12 +238,12 @@ def compare(path: str, jobs: int, only: list[str]) -> int:
     keys = sorted(k for k in recorded["outputs"]
                   if not only or any(f"/{s}" in k.split("?")[0] for s in only))
     start = time.monotonic()
-    chunks = _chunks(keys, jobs * 2)
+    chunks = [[(k, recorded["outputs"][k]) for k in chunk] for chunk in _chunks(keys, jobs * 2)]
     now: dict[str, tuple[str, str]] = {}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for part in pool.map(_compare_chunk, chunks):
             now.update(part)
-    differ = [k for k in keys if now[k][0] != recorded["outputs"][k]]
+    differ = sorted(now)
     states_total = sum(v["accepted"] + v["refused"] for s, v in recorded["scenes"].items()
                        if not only or s in only)
     print(f"{states_total} states, {len(keys)} outputs compared with {path} "
