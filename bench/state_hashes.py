@@ -36,7 +36,6 @@ import random
 import subprocess
 import sys
 import time
-import typing
 from concurrent.futures import ProcessPoolExecutor
 from urllib.parse import urlencode
 

@@ -11,7 +11,6 @@ entry that no longer occurs fails the test, so the lists only shrink.
 from __future__ import annotations
 
 import ast
-from collections import defaultdict
 from pathlib import Path
 
 import pytest

@@ -15,7 +15,7 @@ import numpy as np
 
 from app.sim.data_parallel.simulate import DataParallelTrace
 from app.sim.models import PRESETS
-from app.scenes.collective.deck import Label
+from app.draw.shapes import Label
 from app.draw.lanes import KIND_COLOURS, Bar, lane_chart
 from app.draw.palette import text_on
 from app.humanize import human_bytes, human_time_us
