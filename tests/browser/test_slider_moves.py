@@ -13,7 +13,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import drag
+from tests.browser.helpers import drag, position, press
 
 pytestmark = pytest.mark.browser
 
@@ -70,9 +70,8 @@ def test_a_state_shown_before_comes_back_without_a_request(page):
     expect(page).to_have_url(re.compile(r"world=5"))
     assert not [url for kind, url in seen if kind == "xhr"], seen
     # the swapped-in stage is a live one: the player steps it
-    page.locator("body").click(position={"x": 5, "y": 5})
-    page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 1 of 8 · reduce-scatter, round 1 of 4"
+    press(page, "ArrowRight")
+    assert position(page) == "step 1 of 8 · reduce-scatter, round 1 of 4"
 
 
 def test_the_next_states_of_a_drag_are_fetched_ahead(page):
