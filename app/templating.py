@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from jinja2_fragments import render_block
 from markupsafe import Markup
 
-from app.draw.fmt import human_bytes, human_time_us
+from app.humanize import human_bytes, human_time_us
 from app.param_groups import PRESET_SIZES
 from app.params import control, group_fields
 

@@ -25,6 +25,7 @@ from app.sim.collectives.simulate import CollectiveTrace
 from app.sim.mesh import node_of
 from app.draw.geometry import Point, arrow, on_circle
 from app.draw.palette import BLUES, ramp, rank_colour, text_on
+from app.draw.shapes import Label
 
 WIDTH, HEIGHT = 1280, 720
 TOPO_CX, TOPO_CY = 250, 380
@@ -96,16 +97,6 @@ class FrameView:
     cells: tuple[Cell, ...]
     arrows: tuple[Arrow, ...]
     unit: str = ""   # what this step is, for the player ("reduce-scatter, round 2 of 7")
-
-
-@dataclass(frozen=True)
-class Label:
-    x: float
-    y: float
-    text: str
-    colour: str = ""
-    anchor: str = "middle"
-    size: float = 16
 
 
 @dataclass(frozen=True)

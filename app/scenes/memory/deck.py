@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from app.sim.memory.ledger import CATEGORIES, GiB, Item
 from app.draw.palette import CATEGORY, ramp, text_on
-from app.draw.fmt import human_bytes
+from app.humanize import human_bytes
 from app.draw.plot import linear_ticks
 
 WIDTH, HEIGHT = 1280, 720

@@ -22,7 +22,7 @@ import numpy as np
 
 from app.sim.pipeline.simulate import PipelineTrace
 from app.sim.pipeline.captions import EPS
-from app.draw.fmt import sig4
+from app.humanize import sig4
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.schedules import KINDS
 from app.scenes.pipeline import deck_layers as draw

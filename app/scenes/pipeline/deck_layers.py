@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from app.sim.pipeline.captions import EPS
-from app.draw.fmt import sig4
+from app.humanize import sig4
 from app.sim.pipeline.schedules import KIND_NAMES, KINDS
 from app.draw.palette import PASS, mix, text_on
 

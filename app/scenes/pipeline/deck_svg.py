@@ -5,7 +5,7 @@ are outlined, its arrows show), and the cursor and header are drawn once, at its
 (static/js/pipeline.js moves them when the player shows another frame). The frames after it are
 not part of the drawing yet: they follow the ``<svg>`` in an inert
 ``<template class="deck-later">`` as empty layers that carry their markup in an attribute
-(:func:`app.draw.svg.later_frames`), so a slider move costs the browser neither their style
+(:func:`app.draw.deck.later_frames`), so a slider move costs the browser neither their style
 and layout nor the parsing of their elements; static/js/player.js moves a layer into the deck
 and makes its elements when it is needed. Without JavaScript the page shows the frame in
 its URL, which needs no later frame. ``standalone`` is a file of its own: the style sheet
@@ -17,47 +17,36 @@ numbers and generated texts here need no escaping (the few free texts are escape
 
 from __future__ import annotations
 
-from html import escape
-
 from markupsafe import Markup
 
-from app.scenes.pipeline.deck import Deck, FrameView
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.deck import deck_title, frame_start, step_header, write_deck
 from app.draw.palette import PASS, mix
+from app.draw.svg import esc, esc_attr
+from app.scenes.pipeline.deck import Deck, FrameView
 
 MB_SWATCH = (PASS["F"], mix(PASS["F"], "#000000", 0.22), PASS["F"], mix(PASS["F"], "#000000", 0.22))
+DEFS = ('<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" height="8" '
+        'patternTransform="rotate(45)"><line class="idle-line" x1="0" y1="0" x2="0" y2="8"/>'
+        '</pattern><pattern id="pp-hatch" patternUnits="userSpaceOnUse" width="7" height="7" '
+        'patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" y2="7" stroke="#ffffff" '
+        'stroke-width="2.2" stroke-opacity="0.75"/></pattern>')
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
-    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
-                     cls="deck pipeline-deck",
-                     defs='<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" '
-                          'height="8" patternTransform="rotate(45)"><line class="idle-line" '
-                          'x1="0" y1="0" x2="0" y2="8"/></pattern>'
-                          '<pattern id="pp-hatch" patternUnits="userSpaceOnUse" width="7" '
-                          'height="7" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" '
-                          'y2="7" stroke="#ffffff" stroke-width="2.2" stroke-opacity="0.75"/>'
-                          '</pattern>')]
-    out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
-               f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
-               f'font-size="20">{escape(deck.title)}</text>')
+    under = [deck_title(deck.title, deck.width)]
     if deck.note:
-        out.append(f'<text class="muted" x="{deck.width - 18}" y="58" text-anchor="end" '
-                   f'font-size="16">{escape(deck.note)}</text>')
-    out += _lanes(deck, standalone)
-    out.append(f'<g class="frames" font-size="{deck.font}" text-anchor="middle">')
-    for f in deck.frames[:current + 1]:
-        out += _frame(deck, f, current, standalone)
-    out.append("</g>")
-    out += _now(deck, deck.frames[current])
-    out.append('<g class="pp-hover" aria-hidden="true"></g>')
-    out += _legend(deck)
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
-
+        under.append(f'<text class="muted" x="{deck.width - 18}" y="58" text-anchor="end" '
+                     f'font-size="16">{esc(deck.note)}</text>')
+    under += _lanes(deck, standalone)
+    over = _now(deck, deck.frames[current])
+    over.append('<g class="pp-hover" aria-hidden="true"></g>')
+    over += _legend(deck)
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda f: _frame(deck, f, current, standalone), standalone=standalone,
+                      caption=caption, style=style, defs=DEFS, cls="deck pipeline-deck",
+                      under=under, over=over,
+                      group=f'font-size="{deck.font}" text-anchor="middle"')
 
 
 def _lanes(deck: Deck, standalone: bool) -> list[str]:
@@ -100,12 +89,10 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
     passes that start in it are outlined by a style (class "marked"), its arrows are drawn
     here, and the cursor, veil and header are drawn once (:func:`_now`) from the data
     attributes of the current layer (static/js/pipeline.js moves them)."""
-    cls = "frame current" if f.index == current else "frame"
-    if f.marked:
-        cls += " marked"
-    hidden = ' display="none"' if f.index > current else ""
-    out = [f'<g class="{cls}" data-frame="{f.index}" data-x="{f.cursor}" data-pill="{f.pill}" '
-           f'data-t="{f.cursor_label}" data-head="{f.header}" data-unit="{f.unit}"{hidden}>']
+    out = [frame_start(f.index, current, f.unit, classes=" marked" if f.marked else "",
+                       data=f' data-x="{f.cursor}" data-pill="{f.pill}" '
+                            f'data-t="{esc_attr(f.cursor_label)}" data-head="{esc_attr(f.header)}"',
+                       hidden=f.index > current)]
     if f.idle:
         out.append(f'<path class="idle" d="{f.idle}"/>')
     if f.memory:
@@ -144,9 +131,8 @@ def _now(deck: Deck, f: FrameView) -> list[str]:
                f'<rect class="cursor-pill" x="{f.pill - 56:.1f}" y="{bottom + 8:.1f}" '
                f'width="112" height="26" rx="13"/>'
                f'<text class="cursor-label" x="{f.pill}" y="{bottom + 21:.1f}" dy="0.35em" '
-               f'text-anchor="middle" font-size="16">{f.cursor_label}</text></g>'
-               f'<text class="ink step-header" x="22" y="36" font-size="24" '
-               f'font-weight="700">{f.header}</text></g>')
+               f'text-anchor="middle" font-size="16">{esc(f.cursor_label)}</text></g>'
+               + step_header(f.header) + "</g>")
     return out
 
 

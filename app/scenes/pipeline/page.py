@@ -9,7 +9,7 @@ import numpy as np
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
-from app.draw.fmt import sig4
+from app.humanize import sig4
 from app.draw.plot import line_chart
 from app.jobs.launch import torchrun_line
 from app.scene import traced
