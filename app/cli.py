@@ -6,6 +6,8 @@
     shardscope export pipeline --schedule zbv --stages 4 --format pdf -o zbv.pdf
                                                            GIF, MP4, PDF, PPTX, HTML or PNG
     shardscope api pipeline --help                             every parameter with its range
+    shardscope exercise zero-model-states --seed 7 --answer "41.25 GB"
+                                                           a problem; check an answer, --reveal
 
 The options of each scene are its params model's fields (``--t-f`` or ``--t_f`` for ``t_f``),
 validated exactly as the query of ``/api/<scene>`` is: a bad value prints the same message as
@@ -127,8 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--top", type=int, default=10, help="rows of the table")
     _scene_parsers(sub, "export", "write a scene as GIF, MP4, PDF, PPTX, HTML or PNG "
                                   "(as GET /export/<scene>.<format>)", SCENES)
+    _exercise_parser(sub)
     args = parser.parse_args(argv)
 
+    if args.command == "exercise":
+        return _exercise(args)
     if args.command == "plan":
         return _plan(args, next(s for s in SCENES if s.slug == "planner"))
 
@@ -171,6 +176,61 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(body)
     return 0
+
+
+def _exercise_parser(sub) -> None:
+    ex = sub.add_parser("exercise", help="print a problem (as GET /api/exercises/<id>) and check "
+                                         "an answer given on the command line")
+    ex.add_argument("id", help="the problem's id (\"list\" lists them all)")
+    ex.add_argument("--seed", default="1", help="which numbers (default 1)")
+    ex.add_argument("--answer", default=None, help='an answer: "41.25 GB", "0.375", "25 %%", '
+                                                   '"tp=1, cp=0, dp=1, pp=1", "0, 4, 8"')
+    ex.add_argument("--reveal", action="store_true", help="show the worked solution")
+    ex.add_argument("--json", action="store_true", help="print the API's JSON instead")
+
+
+def _exercise(args: argparse.Namespace) -> int:
+    """``shardscope exercise``: 0 when the answer is right (or none was given), 1 when it is
+    wrong, 2 for an unknown id, a bad seed or an answer that cannot be read."""
+    import json
+    from app.exercises import template, templates
+    from app.exercises.check import check, parse_seed, problem
+    from app.exercises.units import AnswerError, given_text
+    if args.id == "list":
+        for t in templates():
+            print(f"{t.chapter:>2}  {t.id:34} {t.title}")
+        return 0
+    t = template(args.id)
+    if t is None:
+        print(f"shardscope: no exercise {args.id!r} (shardscope exercise list)", file=sys.stderr)
+        return 2
+    try:
+        seed = parse_seed(args.seed)
+        body = problem(t, seed)
+        verdict = (check(t, seed, args.answer, args.reveal)
+                   if args.answer is not None or args.reveal else None)
+    except AnswerError as error:
+        print(f"shardscope: --{error.field}: {error.message}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(verdict if verdict is not None else body, ensure_ascii=False, indent=1))
+    else:
+        print(f"{t.title} (chapter {t.chapter}, /exercises/{t.id}?seed={seed})\n")
+        print(body["prompt"] + "\n")
+        for k, v in body["given"].items():
+            print(f"  {k:>18} = {given_text(v)}")
+        if verdict is not None:
+            print()
+            if args.answer is not None:
+                print(("right: " if verdict["correct"] else "not yet: ")
+                      + (verdict.get("expected_text", "") if verdict["correct"]
+                         else verdict.get("hint", "")))
+                print(f"  (read as {verdict['unit_understood']})")
+            if "solution" in verdict:
+                for k, step in enumerate(verdict["solution"], start=1):
+                    print(f"  {k}. {step['line']}")
+                print(f"answer: {verdict['expected_text']}\nscene: {verdict['scene_url']}")
+    return 0 if verdict is None or verdict["correct"] or args.answer is None else 1
 
 
 def _plan(args: argparse.Namespace, scene) -> int:

@@ -20,6 +20,7 @@ from app.jobs.runner import JobRunner
 from app.routes.ahead import FetchAhead
 from app.routes.answers import KnownAnswers
 from app.sim.planner.simulate import published
+from app.routes.exercises import exercises_router
 from app.routes.export import export_router
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
@@ -199,6 +200,7 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
         app.include_router(scene_router(scene))
     app.include_router(verify_router(SCENES, runner))
     app.include_router(export_router(SCENES))
+    app.include_router(exercises_router(SCENES))
     app.add_middleware(KnownAnswers)
     app.add_middleware(CompressPages)
     app.add_middleware(FetchAhead)

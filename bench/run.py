@@ -23,6 +23,8 @@
 9. The lecture hall (bench/hall.py): 32 and 100 simulated students replaying a recorded visit
    against ``make run``'s server while a lecturer's client times its new states; then the
    same behind nginx.
+10. Exercises (bench/exercises.py): /api/exercises/<id> p99 ≤ 10 ms, a sheet PDF of 8 problems
+    < 3 s.
 
 Results go to bench/results/latest.json and between the markers of docs/performance.md (the
 docs site's Performance page): ``bench:`` for the table above, ``jump-split:`` for where a jump's
@@ -42,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from app.main import SCENES
-from bench import browser, exports, hall, heaviest, intent, jump_split, planner
+from bench import browser, exercises, exports, hall, heaviest, intent, jump_split, planner
 from bench import train as train_bench
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
@@ -127,6 +129,7 @@ def run(quick: bool) -> dict:
         results["intent"] = intent.measure(app_url, jumps=4 if quick else 8)
         results["verify"] = verify_cold_warm(app_url)
         results["exports"] = exports.measure(app_url)
+        results["exercises"] = exercises.measure(app_url, quick)
         results["train"] = train_bench.measure(app_url)
     results["train"]["proof"] = train_bench.proof((1, 5) if quick else (1, 5, 20))
     # its own servers: `make run`'s (a worker per core), then behind nginx
@@ -202,6 +205,7 @@ def table(r: dict) -> str:
                     f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     rows.extend(exports.rows(r.get("exports", {}), mark))
+    rows.extend(exercises.rows(r.get("exercises", {}), mark))
     rows.extend(train_bench.rows(r.get("train", {}), mark))
     rows.extend(hall.rows(r.get("hall", {}), mark))
     if "planner" in r:

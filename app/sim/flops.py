@@ -48,3 +48,16 @@ def iteration_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int,
     if recompute:
         return 96.0 * batch * s * l * h * h * (1 + s / (6 * h) + v / (16 * h * l))
     return 72.0 * batch * s * l * h * h * (1 + s / (6 * h) + v / (12 * h * l))
+
+
+def dense_flops_per_token(params: float) -> float:
+    """6N: training FLOPs per token of an N-parameter dense model, forward (2N: a multiply-add
+    per parameter) plus backward (4N), attention left out — PaLM's model FLOPs (Chowdhery et al.
+    2022, Appendix B), the count behind the MFU of Llama 3 and most reports."""
+    return 6.0 * params
+
+
+def mfu(flops_per_token: float, tokens_per_s: float, peak_tflops: float) -> float:
+    """Model FLOPs utilisation of one GPU: the model FLOPs it achieves per second over its
+    dense peak (PaLM §B): flops_per_token · tokens/s / (peak · 10¹²)."""
+    return flops_per_token * tokens_per_s / (peak_tflops * 1e12)

@@ -86,7 +86,8 @@
   var KEYS = [
     ["→  PageDown", "next step"], ["←  PageUp", "previous step"], ["space", "play / pause"],
     ["Home  End", "first / last step"], ["p", "presentation mode"], ["b", "blank the screen (presenting)"],
-    ["Esc", "leave presentation mode"], ["?", "this list"],
+    ["Esc", "leave presentation mode"], ["g", "predict, then reveal: each step waits for a guess"],
+    ["?", "this list"],
     ["↑ ↓  (← → after Tab)", "move the slider that has the keyboard's focus"]];
 
   function help(on) {

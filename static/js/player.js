@@ -81,6 +81,9 @@
   };
 
   Player.prototype.act = function (what) {
+    // predict mode (static/js/predict.js): a step still hidden is revealed before stepping on
+    var predict = window.ShardscopePredict;
+    if (what === "next" && predict && predict.holds(this)) return predict.reveal();
     if (what === "play") return this.playing() ? this.pause() : this.play();
     this.pause();
     if (what === "first") this.show(this.lo, false);
@@ -99,6 +102,7 @@
     var tick = function () {
       if (self.k >= self.hi) return self.pause();
       self.show(self.k + 1, true);
+      if (window.ShardscopePredict && window.ShardscopePredict.holds(self)) return self.pause();
       self.timer = window.setTimeout(tick, BASE_MS / self.speed());
     };
     this.timer = window.setTimeout(tick, 250);

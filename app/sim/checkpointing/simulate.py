@@ -122,6 +122,11 @@ class Timeline:
                 "time_ms_per_microbatch": self.time_ms}
 
 
+def global_batch(micro_batch: int, grad_accum: int, dp: int) -> int:
+    """Sequences one optimizer step sees: micro_batch × grad_accum on each of dp replicas."""
+    return micro_batch * grad_accum * dp
+
+
 def layer_shape(model: ModelShape, seq: int, p: CheckpointParams) -> activations.LayerShape:
     """One layer as app.sim.memory.activations counts it: 16-bit activations, dropout for GPT."""
     return activations.LayerShape(seq, p.micro_batch, model.hidden, model.heads,
@@ -279,7 +284,7 @@ def simulate(p: CheckpointParams) -> CheckpointTrace:
     frames, spans = _frames(chosen, per, model.layers)
     grads = model_states.per_gpu(model.param_count(), tp=p.tp, precision="mixed").grads
     return CheckpointTrace(p, model, seq, per, chosen, strategies, frames, spans, grads, best,
-                           p.micro_batch * p.grad_accum * p.dp,
+                           global_batch(p.micro_batch, p.grad_accum, p.dp),
                            p.grad_accum * chosen.time_ms)
 
 

@@ -386,6 +386,17 @@ def _halving_doubling_all_reduce(world: int, count: int) -> list[Step]:
 
 # ---------------------------------------------------------------------------------------------
 
+def elements_sent(schedule: Schedule) -> np.ndarray:
+    """Elements each rank sends over links in the whole schedule, shape (world,): the sum of
+    its moves to other ranks (a copy inside a rank sends nothing)."""
+    sent = np.zeros(schedule.world, dtype=np.int64)
+    for step in schedule.steps:
+        for m in step.moves:
+            if not m.local:
+                sent[m.src] += m.length
+    return sent
+
+
 def step_count(op: str, algorithm: str, world: int, count: int) -> int:
     """How many steps ``build`` will produce, without building it (for bounding work)."""
     if algorithm == "tree":

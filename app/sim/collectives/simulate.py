@@ -19,6 +19,7 @@ import numpy as np
 
 from app.sim.collectives import cost
 from app.sim.collectives.schedules import Schedule, build, depths, dtree_parents
+from app.sim.collectives.schedules import elements_sent as sent_by_rank
 from app.sim.trace import Frame, Transfer, plain, readonly
 
 if TYPE_CHECKING:
@@ -257,11 +258,7 @@ def simulate(p: CollectiveParams) -> CollectiveTrace:
     inputs = make_inputs(p.op, p.world, p.count, p.seed)
     values, filled, sources = execute(schedule, inputs)
 
-    elements_sent = np.zeros(p.world, dtype=np.int64)
-    for step in schedule.steps:
-        for m in step.moves:
-            if not m.local:
-                elements_sent[m.src] += m.length
+    elements_sent = sent_by_rank(schedule)
     element_bytes = cost.BYTES_PER_ELEMENT[p.dtype]
 
     links = cost.Links(p.alpha_us, p.intra_node_gbs, p.inter_node_gbs, p.gpus_per_node)

@@ -35,6 +35,7 @@ import ml_dtypes
 import numpy as np
 
 from app.sim.memory import model_states
+from app.sim.optimizer import rules
 from app.sim.optimizer.problem import SIMULATED, make_problem
 from app.sim.trace import Frame, plain, readonly
 
@@ -235,13 +236,13 @@ def simulate(p: OptimizerParams) -> OptimizerTrace:
         if lam:
             if p.optimizer == "adamw":
                 before = master
-                master = _f32(master.astype(np.float64) * (1.0 - lr * lam))
+                master = _f32(rules.decoupled_decay(master.astype(np.float64), lr, lam))
                 rec.frame(t, "weight decay", f"AdamW decays the weights directly, before and "
                           f"apart from the gradient: w ← w·(1 − ηλ) = w·{_num(1 - lr * lam)}; "
                           f"w[0] {_num(before[0])} → {_num(master[0])}. Adam with L2 would add "
                           f"λw to g instead, and m and v would then rescale it.", w=master)
             else:
-                g = _f32(g.astype(np.float64) + lam * master.astype(np.float64))
+                g = _f32(rules.l2_decay(g.astype(np.float64), master.astype(np.float64), lam))
                 rec.frame(t, "weight decay", f"Weight decay as L2 regularisation: g ← g + λw "
                           f"(λ = {_num(lam)}), so g[0] = {_num(g[0])}. "
                           + ("Adam then divides it by √v̂ like any gradient: AdamW decouples it."
@@ -254,7 +255,8 @@ def simulate(p: OptimizerParams) -> OptimizerTrace:
             new_master = _f32(master.astype(np.float64) - lr * g.astype(np.float64))
         elif p.optimizer == "momentum":
             old = states.get("momentum_buffer")
-            buf = g.copy() if old is None else _f32(p.momentum * old.astype(np.float64) + g)
+            buf = g.copy() if old is None else _f32(rules.momentum_buffer(
+                old.astype(np.float64), g, p.momentum))
             states["momentum_buffer"] = buf
             how = ("At the first step torch sets b = g." if old is None else
                    f"b[0] = {_num(p.momentum)} × {_num(old[0])} + {_num(g[0])} = {_num(buf[0])}.")
@@ -268,16 +270,16 @@ def simulate(p: OptimizerParams) -> OptimizerTrace:
         else:
             m_old, v_old = states["exp_avg"], states["exp_avg_sq"]
             g64 = g.astype(np.float64)
-            m = _f32(p.beta1 * m_old.astype(np.float64) + (1 - p.beta1) * g64)
+            m = _f32(rules.first_moment(m_old.astype(np.float64), g64, p.beta1))
             rec.frame(t, "first moment", f"m ← β₁·m + (1 − β₁)·g: a running mean of the "
                       f"gradient. m[0] = {_num(p.beta1)} × {_num(m_old[0])} + "
                       f"{_num(1 - p.beta1)} × {_num(g[0])} = {_num(m[0])}.", m=m)
-            v = _f32(p.beta2 * v_old.astype(np.float64) + (1 - p.beta2) * g64 * g64)
+            v = _f32(rules.second_moment(v_old.astype(np.float64), g64, p.beta2))
             rec.frame(t, "second moment", f"v ← β₂·v + (1 − β₂)·g²: a running mean of the "
                       f"squared gradient. v[0] = {_num(p.beta2)} × {_num(v_old[0])} + "
                       f"{_num(1 - p.beta2)} × {_num(g[0])}² = {_num(v[0])}.", v=v)
             states["exp_avg"], states["exp_avg_sq"] = m, v
-            bc1, bc2 = 1 - p.beta1 ** t, 1 - p.beta2 ** t
+            bc1, bc2 = rules.bias_correction(p.beta1, t), rules.bias_correction(p.beta2, t)
             m_hat = _f32(m.astype(np.float64) / bc1)
             v_hat = _f32(v.astype(np.float64) / bc2)
             rec.frame(t, "bias correction", f"m and v started at 0, so early on they are too "
@@ -285,8 +287,8 @@ def simulate(p: OptimizerParams) -> OptimizerTrace:
                       f"m̂[0] = {_num(m_hat[0])}, v̂[0] = {_num(v_hat[0])}.",
                       m_hat=m_hat, v_hat=v_hat)
             # torch: denom = √v/√(1 − β₂ᵗ) + ε;  w ← w − (η/(1 − β₁ᵗ))·m/denom
-            denom = np.sqrt(v.astype(np.float64)) / np.sqrt(bc2) + p.eps
-            step = (lr / bc1) * m.astype(np.float64) / denom
+            step = rules.adam_step(m.astype(np.float64), v.astype(np.float64), t, lr, p.beta1,
+                                   p.beta2, p.eps)
             update = _f32(-step)
             rec.frame(t, "update", f"Δw = −η·m̂/(√v̂ + ε): each element moves about η = "
                       f"{_num(lr)} whatever its gradient's scale, since m̂/√v̂ ≈ ±1 when the "

@@ -37,11 +37,16 @@ def gpipe(p: int, m: int) -> list[np.ndarray]:
     return [np.concatenate([action_id(r, F, mb, m), action_id(r, B, mb, m)]) for r in range(p)]
 
 
+def one_f_one_b_warmup(rank: int, p: int, m: int) -> int:
+    """Megatron's num_warmup_microbatches for 1F1B: min(p − rank − 1, m)."""
+    return min(p - rank - 1, m)
+
+
 def one_f_one_b(p: int, m: int) -> list[np.ndarray]:
     """Megatron's 1F1B: min(p − r − 1, m) forwards, then F, B alternately, then the B's left."""
     out = []
     for r in range(p):
-        w = min(p - r - 1, m)
+        w = one_f_one_b_warmup(r, p, m)
         fwd, bwd = action_id(r, F, np.arange(m), m), action_id(r, B, np.arange(m), m)
         out.append(_one_then_other(fwd[:w], fwd[w:], bwd[:m - w], bwd[m - w:]))
     return out
