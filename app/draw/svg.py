@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from html import escape
 from app.draw.fmt import coord
+from app.draw.text import fits, wrap
 
 
 _NAMES: dict[str, str] = {}
@@ -64,16 +65,22 @@ def spans_text(attributes: str, spans: list[str]) -> str:
 
 
 def deck_open(width: float, height: float, label: str, *, standalone: bool, style: str = "",
-              defs: str = "", cls: str = "deck") -> str:
+              defs: str = "", cls: str = "deck", box=None) -> str:
     """A deck's ``<svg>`` start tag and its ``<defs>``: ``height`` is the drawing's; a
     standalone file (an export) gets the caption's room beneath it, a size of its own and the
-    style sheet inlined; ``defs`` holds the deck's patterns and gradients."""
+    style sheet inlined; ``defs`` holds the deck's patterns and gradients. A deck laid out for
+    its ``box`` (app/draw/box.py) says so on a page: ``data-box`` and ``data-font`` are what it
+    was asked for (static/js/box.js compares them with its frame), ``--deck-width`` the width
+    it was drawn at (a phone's frame scrolls a wider deck sideways)."""
     if standalone:
         height += CAPTION_HEIGHT
     size = f'width="{width}" height="{height}" ' if standalone else ""
+    if box is not None and not standalone:
+        size = (f'data-box="{box.key}" data-font="{box.font:g}" '
+                f'style="--deck-width: {coord(width)}px" ')
     inner = (f"<style>{style}</style>" if style else "") + defs
-    return (f'<svg xmlns="{SVG_NS}" class="{cls}" viewBox="0 0 {width} {height}" {size}'
-            f'role="img" aria-label="{esc(label)}" font-family="{FONT}">'
+    return (f'<svg xmlns="{SVG_NS}" class="{cls}" viewBox="0 0 {coord(width)} {coord(height)}" '
+            f'{size}role="img" aria-label="{esc(label)}" font-family="{FONT}">'
             + (f"<defs>{inner}</defs>" if inner else ""))
 
 
@@ -98,9 +105,26 @@ def titled_deck(deck, current: int, frame, *, standalone: bool, caption, style: 
     return "".join(out)
 
 
+CAPTION_SIZE, CAPTION_LINES = 17, 3
+
+
+def caption_lines(caption: str, width: float) -> tuple[str, ...]:
+    """A standalone deck's caption broken into the lines that fit under a drawing ``width``
+    units wide (at most :data:`CAPTION_LINES`; the last one ends "…" when the caption is
+    longer)."""
+    room = width - 44
+    lines = wrap(caption, CAPTION_SIZE, room)
+    if len(lines) <= CAPTION_LINES:
+        return tuple(lines)
+    last = lines[CAPTION_LINES - 1]
+    while last and not fits(last + " …", CAPTION_SIZE, room):
+        last = last.rsplit(" ", 1)[0] if " " in last else last[:-1]
+    return (*lines[:CAPTION_LINES - 1], last + " …")
+
+
 def caption_texts(caption, top: float) -> list[str]:
     """A standalone deck's caption, a line each, under the drawing that ends at ``top``."""
-    return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" font-size="17">'
+    return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" font-size="{CAPTION_SIZE}">'
             f'{esc(line)}</text>' for k, line in enumerate(caption)]
 
 

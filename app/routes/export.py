@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
-from app.export import FORMATS, OPTION_HELP, export, filename, parse_options
+from app.export import FORMATS, OPTION_HELP, export, filename, options_for
 from app.params import ParamsError, parse
 from app.routes.openapi import problem_response, query_parameters
 from app.routes.scenes import json_error
@@ -46,7 +46,7 @@ def answer(request: Request, scene, ext: str) -> Response:
                         status_code=404, media_type="text/plain")
     query = request.query_params
     try:
-        opts = parse_options(query)
+        opts = options_for(scene, query, ext)
         params = parse(scene.params, query)
         trace = trace_of(scene, params)
         body = export(ext, scene, params, trace, opts, base_url=str(request.base_url))

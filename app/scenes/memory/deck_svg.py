@@ -17,7 +17,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from app.scenes.memory.deck import Box, Deck, Layer, Text
+from app.scenes.memory.deck import Deck, Layer, Text, Tile
 from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
 
 
@@ -26,13 +26,13 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     w = deck.width
     h = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(w, deck.height, deck.title.text, standalone=standalone, style=style,
-                     cls="deck memory-deck",
+    out = [deck_open(w, deck.height, deck.label, standalone=standalone, style=style,
+                     cls="deck memory-deck", box=deck.box,
                      defs='<pattern id="memory-hatch" patternUnits="userSpaceOnUse" width="9" '
                           'height="9" patternTransform="rotate(45)"><rect width="3.5" '
                           'height="9" fill="#ffffff" fill-opacity="0.45"/></pattern>')]
     out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
-    out.append(texts((deck.title,)))
+    out.append(texts(deck.title))
     # the bar's axis and the GPU's capacity
     left, right = deck.bar_left, deck.bar_right
     out.append('<g class="axis-group">')
@@ -44,18 +44,18 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     out.append(texts(deck.capacity))
     out.append('</g><g class="frames">')
     for layer in deck.layers if standalone else deck.layers[:current + 1]:
-        out += _layer(layer, current, standalone)
+        out += _layer(deck, layer, current, standalone)
     out.append("</g>")
     # the capacity over the bar, so that a bar taller than the GPU still shows where it ends
     cap = f'x1="{left - 4}" x2="{right + 4}" y1="{deck.capacity_y}" y2="{deck.capacity_y}"'
     out.append(f'<line class="limit-halo" {cap}/><line class="limit" {cap}/>')
     if deck.hatch_legend:
         t = deck.hatch_legend
-        swatch = f'x="{t.x - 26}" y="{t.y - 13}" width="20" height="18" rx="3"'
+        swatch = _swatch(deck, t)
         out.append(f'<rect {swatch} class="hatch-swatch" fill="#999999"/>'
                    f'<rect {swatch} fill="url(#memory-hatch)"/>' + texts((t,)))
     out.append(deck_end(standalone, caption, deck.height,
-                        (_layer(layer, current, standalone)
+                        (_layer(deck, layer, current, standalone)
                          for layer in deck.layers[current + 1:])))
     return Markup("".join(out))
 
@@ -92,7 +92,14 @@ def _text(run: list[Text]) -> str:
     return f"<text {attrs}>{''.join(spans)}</text>"
 
 
-def _box(b: Box, cls: str = "box") -> str:
+def _swatch(deck: Deck, t: Text) -> str:
+    """The geometry of the legend swatch before text ``t``."""
+    side = deck.swatch
+    return (f'x="{round(t.x - side - t.size * 0.45, 1)}" y="{round(t.y - side * 0.5 - t.size * 0.36, 1)}" '
+            f'width="{side}" height="{side}" rx="3"')
+
+
+def _box(b: Tile, cls: str = "box") -> str:
     hatch = (f'<rect x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}" fill="url(#memory-hatch)" '
              f'pointer-events="none"/>' if b.hatched else "")
     return (f'<g class="{cls}" data-tip="{escape(b.title)}"><rect class="fill" x="{b.x}" '
@@ -100,7 +107,7 @@ def _box(b: Box, cls: str = "box") -> str:
             f'{texts(b.labels)}</g>')
 
 
-def _layer(layer: Layer, current: int, standalone: bool) -> list[str]:
+def _layer(deck: Deck, layer: Layer, current: int, standalone: bool) -> list[str]:
     css = "frame current" if layer.index == current else "frame"
     hidden = ' display="none"' if layer.index > current else ""    # a file's later layers
     out = [f'<g class="{css}" data-frame="{layer.index}" data-unit="{esc(layer.unit)}"{hidden}>']
@@ -108,7 +115,8 @@ def _layer(layer: Layer, current: int, standalone: bool) -> list[str]:
         out.append(_box(layer.bar, "box bar"))
     out += [_box(b) for b in layer.boxes]
     x, y, colour = layer.swatch
-    out.append(f'<rect x="{x}" y="{y}" width="20" height="18" rx="3" fill="{colour}"/>')
+    out.append(f'<rect x="{x}" y="{y}" width="{deck.swatch}" height="{deck.swatch}" rx="3" '
+               f'fill="{colour}"/>')
     out.append(texts((*layer.legend, *layer.notes)))
     if not standalone or layer.index == current:
         out.append('<g class="only-current">')
@@ -116,7 +124,8 @@ def _layer(layer: Layer, current: int, standalone: bool) -> list[str]:
                 [(layer.bar.x, layer.bar.y, layer.bar.w, layer.bar.h)] if layer.bar else []):
             out.append(f'<rect class="group-outline" x="{x}" y="{y}" width="{w}" height="{h}" '
                        f'pointer-events="none"/>')
-        out.append(f'<text class="ink step-header" x="22" y="36" font-size="24" '
+        h = deck.header
+        out.append(f'<text class="ink step-header" x="{h.x}" y="{h.y}" font-size="{h.size}" '
                    f'font-weight="700">{layer.header}</text></g>')
     out.append("</g>")
     return out
