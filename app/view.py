@@ -18,16 +18,16 @@ from app.draw.box import Box
 from app.params import ParamsError, Problem
 
 BOX_HELP = (f"the deck's box, WIDTHxHEIGHT CSS px: width {boxes.MIN_WIDTH}–{boxes.MAX_WIDTH}, "
-            f"height {boxes.MIN_HEIGHT}–{boxes.MAX_HEIGHT}, each rounded down to a multiple of "
-            f"{boxes.STEP}")
+            f"height {boxes.MIN_HEIGHT}–{boxes.MAX_HEIGHT}")
 FONT_HELP = (f"the deck's type scale, {boxes.FONTS[0]:g} to {boxes.FONTS[-1]:g} (snapped to "
              f"{', '.join(f'{f:g}' for f in boxes.FONTS)})")
 
 PARAMETERS = [
     {"name": "box", "in": "query", "required": False, "schema": {"type": "string",
      "pattern": r"^\d+x\d+$"}, "description": BOX_HELP + "; pages and embeds lay out their "
-     "deck for it (the browser sends its frame's), /svg and /export for a file of that page "
-     f"size (default {boxes.EXPORT.key}, a 16:9 slide)"},
+     f"deck for it, each side rounded down to a multiple of {boxes.STEP} (the browser sends its "
+     "frame's), /svg and /export for a file of that page size (default "
+     f"{boxes.EXPORT.key}, a 16:9 slide)"},
     {"name": "font", "in": "query", "required": False, "schema": {"type": "number",
      "minimum": boxes.FONTS[0], "maximum": boxes.FONTS[-1], "default": 1}, "description":
      FONT_HELP + ": larger type reflows the deck (fewer labels fit), it is not scaled"},
@@ -35,9 +35,10 @@ PARAMETERS = [
 """The OpenAPI description of the two, for the routes that take them."""
 
 
-def parse_view(query: Mapping[str, str], default: Box) -> Box:
+def parse_view(query: Mapping[str, str], default: Box, exact: bool = False) -> Box:
     """The box and font of ``query``, ``default``'s where absent; a :class:`ParamsError` naming
-    ``box`` or ``font`` where a value is not allowed."""
+    ``box`` or ``font`` where a value is not allowed. A box is rounded down to its bucket,
+    unless ``exact`` (a file's page: 960x540 is a 16:9 slide)."""
     problems: list[Problem] = []
     width, height, font = default.width, default.height, default.font
     raw = query.get("box")
@@ -51,6 +52,8 @@ def parse_view(query: Mapping[str, str], default: Box) -> Box:
                 and boxes.MIN_HEIGHT <= h <= boxes.MAX_HEIGHT):
             problems.append(Problem("box", f"box must be {BOX_HELP.split(', ', 1)[1]} "
                                            f"(got {raw!r})"))
+        elif exact:
+            width, height = w, h
         else:
             width = boxes.bucket(w, boxes.MIN_WIDTH, boxes.MAX_WIDTH)
             height = boxes.bucket(h, boxes.MIN_HEIGHT, boxes.MAX_HEIGHT)
@@ -83,5 +86,5 @@ def scene_box(scene, query: Mapping[str, str], *, embed: bool = False,
     """The box ``scene``'s deck is drawn for, or None while the scene's deck is drawn at its
     fixed size (``Scene.boxed`` false: docs/legibility.md, "scenes still to do"): its states are
     then not cached per bucket. The query is checked either way."""
-    box = parse_view(query, boxes.EXPORT if export else page_default(query, embed))
+    box = parse_view(query, boxes.EXPORT if export else page_default(query, embed), export)
     return box if scene.boxed else None

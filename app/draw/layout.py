@@ -96,3 +96,30 @@ def legend_rows(box: Box, texts: list[str], swatch: bool = True,
         for x, k in row:
             at[k] = (round(x, 1), round(y, 1))
     return Legend(tuple(at), round(top, 1), side, round(dx, 1), round(side * 0.5 + small * 0.36, 1))
+
+
+def text_box(x: float, y: float, text: str, size: float, anchor: str = "start",
+             bold: bool = False) -> tuple[float, float, float, float]:
+    """The box (x0, y0, x1, y1) a label at baseline ``y`` covers (ascent and descent included)."""
+    w = text_width(text, size, bold)
+    x0 = x - w if anchor == "end" else x - w / 2 if anchor == "middle" else x
+    return (x0, y - size * 0.8, x0 + w, y + size * 0.25)
+
+
+class Spots:
+    """The boxes labels took so far: a label is placed only where it overlaps none of them
+    (fewer labels where the box is small, never overlapping ones)."""
+
+    def __init__(self, boxes=()):
+        self.boxes: list[tuple[float, float, float, float]] = list(boxes)
+
+    def free(self, box: tuple[float, float, float, float]) -> bool:
+        x0, y0, x1, y1 = box
+        return all(x1 <= a or x0 >= c or y1 <= b or y0 >= d for a, b, c, d in self.boxes)
+
+    def take(self, box: tuple[float, float, float, float]) -> bool:
+        """Whether ``box`` was free (it is taken then)."""
+        if self.free(box):
+            self.boxes.append(box)
+            return True
+        return False

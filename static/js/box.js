@@ -175,7 +175,14 @@
     return u.pathname + u.search + u.hash;
   }
 
-  if (!config) { reveal(); return; }
+  // an offline file (app/export/html.py forbids every request) keeps the deck it was drawn with
+  var csp = document.querySelector('meta[http-equiv="Content-Security-Policy"]');
+  var offline = !!csp && /connect-src 'none'/.test(csp.getAttribute("content") || "");
+  if (!config || offline) {
+    if (offline) html.classList.add("box-offline");
+    reveal();
+    return;
+  }
   document.addEventListener("DOMContentLoaded", function () {
     watch(document);
     if (!pending) reveal();

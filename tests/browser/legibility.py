@@ -8,7 +8,11 @@ not in a hidden frame, not ``display: none`` or ``visibility: hidden``, not unde
 opacity 0 and not clipped out of the deck's frame (a phone's frame scrolls a wider deck: what
 lies outside it is not seen). Its size is its computed font size times the scale of the SVG on
 screen (``getScreenCTM``). Two visible labels overlap when their boxes, trimmed of the font's
-line gap, share more than a pixel each way.
+line gap, share more than a pixel each way — unless one of them lies under an opaque shape
+painted after it (a deck whose step draws its changed cells over the old ones hides the old
+numbers that way; only labels that overlap are checked for it, one point each). The deck's frame keeps one size over the steps
+(the caption box holds a fixed number of lines, the player bar one row), so stepping never
+lays the deck out again.
 
 Shared by tests/browser/test_deck_legibility.py (the targets, sampled) and bench/legibility.py
 (every scene × view × step, as a table).
@@ -63,6 +67,25 @@ MEASURE = """(frames) => {
     }
     return getComputedStyle(el).visibility !== 'visible';
   };
+  // whether an opaque shape painted after the label covers its middle (every element of the
+  // deck answers elementsFromPoint while this runs: pointer-events are switched on)
+  const opaque = e => {
+    if (!(e instanceof SVGGeometryElement) || e instanceof SVGLineElement) return false;
+    const style = getComputedStyle(e);
+    return style.fill !== 'none' && parseFloat(style.fillOpacity) * parseFloat(style.opacity) >= 0.9;
+  };
+  const covered = label => {
+    const [l, t, r, b] = label.box;
+    const text = label.el.closest('text');
+    for (const e of document.elementsFromPoint((l + r) / 2, (t + b) / 2)) {
+      if (e === label.el || e === text || (text && text.contains(e))) return false;
+      if (opaque(e)) return true;
+    }
+    return false;
+  };
+  const events = document.createElement('style');
+  events.textContent = 'svg.deck, svg.deck * { pointer-events: auto !important; }';
+  document.head.appendChild(events);
   for (const k of ks) {
     if (player) player.show(k, false);
     const svg = root.querySelector('svg.deck');
@@ -79,9 +102,11 @@ MEASURE = """(frames) => {
       const m = (el.closest('text') || el).getScreenCTM();
       const px = parseFloat(getComputedStyle(el).fontSize) * Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
       labels.push({text: text.slice(0, 40), px: Math.round(px * 100) / 100,
-                   box: [r.left, r.top, r.right, r.bottom]});
+                   box: [r.left, r.top, r.right, r.bottom], el: el});
     }
-    // overlaps: boxes trimmed of the line gap (a fifth of the size above, a tenth below)
+    // overlaps: boxes trimmed of the line gap (a fifth of the size above, a tenth below);
+    // a label that a later, opaque shape covers (a step's new cell over the old one) is not
+    // seen, so it overlaps nothing
     const trimmed = labels.map(l => [l.box[0] + 0.5, l.box[1] + 0.2 * l.px, l.box[2] - 0.5,
                                      l.box[3] - 0.1 * l.px]);
     const order = [...trimmed.keys()].sort((a, b) => trimmed[a][0] - trimmed[b][0]);
@@ -93,13 +118,17 @@ MEASURE = """(frames) => {
         if (b[0] >= a[2] - 1) break;
         const dx = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
         const dy = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
-        if (dx > 1 && dy > 1) overlaps.push([labels[order[i]].text, labels[order[j]].text]);
+        if (dx > 1 && dy > 1 && !covered(labels[order[i]]) && !covered(labels[order[j]]))
+          overlaps.push([labels[order[i]].text, labels[order[j]].text]);
       }
     }
+    const now = root.querySelector('.deck-frame').getBoundingClientRect();
     out.push({frame: k, sizes: labels.map(l => l.px), overlaps: overlaps,
+              box: [Math.round(now.width), Math.round(now.height)],
               smallest: labels.slice().sort((a, b) => a.px - b.px).slice(0, 4)
                               .map(l => [l.px, l.text])});
   }
+  events.remove();
   return out;
 }"""
 
@@ -144,9 +173,11 @@ def summary(result: list[dict]) -> dict:
     sizes = [s for frame in result for s in frame["sizes"]]
     smallest = sorted((s for frame in result for s in frame["smallest"]), key=lambda s: s[0])
     overlaps = [(frame["frame"], *pair) for frame in result for pair in frame["overlaps"]]
+    frames = {tuple(frame["box"]) for frame in result}
     return {"labels": len(sizes), "median": percentile(sizes, 0.5),
             "p5": percentile(sizes, 0.05), "min": min(sizes) if sizes else float("nan"),
-            "smallest": smallest[:4], "overlaps": overlaps[:6]}
+            "smallest": smallest[:4], "overlaps": overlaps[:6],
+            "frames": sorted(frames)}
 
 
 def misses(view: View, figures: dict) -> list[str]:
@@ -160,4 +191,6 @@ def misses(view: View, figures: dict) -> list[str]:
             out.append(f"{name} {value:.1f} px < {target} px")
     if figures["overlaps"]:
         out.append(f"labels overlap: {figures['overlaps'][:3]}")
+    if len(figures["frames"]) > 1:
+        out.append(f"the deck's frame changes size from step to step: {figures['frames']}")
     return out

@@ -61,7 +61,7 @@ class Layer:
     index: int
     header: str
     bar: Tile | None
-    boxes: tuple[Tile, ...]
+    tiles: tuple[Tile, ...]
     outline: tuple[float, float, float, float] | None   # the category's treemap rectangle
     legend: tuple[Text, ...]
     swatch: tuple[float, float, str]

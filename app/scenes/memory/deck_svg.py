@@ -113,7 +113,7 @@ def _layer(deck: Deck, layer: Layer, current: int, standalone: bool) -> list[str
     out = [f'<g class="{css}" data-frame="{layer.index}" data-unit="{esc(layer.unit)}"{hidden}>']
     if layer.bar:
         out.append(_box(layer.bar, "box bar"))
-    out += [_box(b) for b in layer.boxes]
+    out += [_box(b) for b in layer.tiles]
     x, y, colour = layer.swatch
     out.append(f'<rect x="{x}" y="{y}" width="{deck.swatch}" height="{deck.swatch}" rx="3" '
                f'fill="{colour}"/>')
