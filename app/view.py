@@ -22,6 +22,9 @@ BOX_HELP = (f"the deck's box, WIDTHxHEIGHT CSS px: width {boxes.MIN_WIDTH}–{bo
 FONT_HELP = (f"the deck's type scale, {boxes.FONTS[0]:g} to {boxes.FONTS[-1]:g} (snapped to "
              f"{', '.join(f'{f:g}' for f in boxes.FONTS)})")
 
+NAMES = ("box", "font")
+"""The view parameters' names: a scene's form sends them beside its params (hidden inputs)."""
+
 PARAMETERS = [
     {"name": "box", "in": "query", "required": False, "schema": {"type": "string",
      "pattern": r"^\d+x\d+$"}, "description": BOX_HELP + "; pages and embeds lay out their "
