@@ -6,8 +6,9 @@ tests/browser/test_deck_legibility.py.
 
     PYTHONPATH=. python -m bench.legibility [http://host:port] [scene…] [--defaults]
 
-``--defaults`` measures only the default states. Prints a table; returns the rows (for
-bench/run.py)."""
+``--defaults`` measures only the default states. Prints a line per scene state and view;
+returns the rows, which :func:`table` sums up per scene and view for docs/legibility.md
+(bench/run.py writes it there, between the ``legibility`` markers)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,30 @@ def main(base: str, only: list[str], defaults: bool = False) -> list[dict]:
             context.close()
         browser.close()
     return rows
+
+
+def table(rows: list[dict]) -> str:
+    """A Markdown table, a row per scene and a column per view: over every state and step
+    measured, the lowest 5th percentile, the lowest median and the smallest label (px), and ✓
+    where every state meets the view's targets (✗ and what it misses else)."""
+    views = [v.name for v in VIEWS]
+    scenes = list(dict.fromkeys(r["state"].split("?")[0] for r in rows))
+    out = ["| scene | " + " | ".join(views) + " |", "|---|" + "---|" * len(views)]
+    for scene in scenes:
+        cells = []
+        for view in views:
+            mine = [r for r in rows if r["view"] == view and r["state"].split("?")[0] == scene]
+            if not mine:
+                cells.append("—")
+                continue
+            names = {"labels": "overlaps", "the": "frame resized", "no": "no labels"}
+            missed = sorted({names.get(m.split()[0], m.split()[0])
+                             for r in mine for m in r["misses"]})
+            figures = (f"{min(r['p5'] for r in mine):.1f} / {min(r['median'] for r in mine):.1f}"
+                       f" / {min(r['min'] for r in mine):.1f}")
+            cells.append(f"{figures} {'✓' if not missed else '✗ ' + ', '.join(missed)}")
+        out.append(f"| {scene} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,12 @@
 5. The five heaviest states of every scene (bench/heaviest.py: a bounded search over each params
    model's extremes), their page, /api and /svg, time and size.
 6. Exports of a 30-frame scene: GIF, PDF, PPTX, HTML (< 5 s) and MP4 (< 10 s), uncached.
+7. The legibility table (bench/legibility.py, issue 27): every scene × view × step of every
+   state (``--quick``: the default states), as rendered in the box each view gives the deck.
 
 Results go to bench/results/latest.json and between the markers of docs/performance.md (the
 docs site's Performance page): ``bench:`` for the table above, ``jump-split:`` for where a jump's
-time goes.
+time goes; the legibility table between the ``legibility:`` markers of docs/legibility.md.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from app.main import SCENES
-from bench import browser, exports, heaviest, jump_split, planner
+from bench import browser, exports, heaviest, jump_split, legibility, planner
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -116,6 +118,7 @@ def run(quick: bool) -> dict:
         results["browser"] = browser.measure(app_url, SCENES, moves=30 if quick else 60)
         results["verify"] = verify_cold_warm(app_url)
         results["exports"] = exports.measure(app_url)
+        results["legibility"] = legibility.main(app_url, [], defaults=quick)
     results["planner"] = planner.measure()
     # the five heaviest states of each scene a bounded search finds (bench/heaviest.py)
     results["heaviest_states"] = heaviest.heaviest(SCENES)
@@ -195,6 +198,8 @@ def table(r: dict) -> str:
 
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
 """The docs page whose marked blocks `make bench` rewrites."""
+LEGIBILITY_PAGE = ROOT / "docs" / "legibility.md"
+"""… and the one its legibility table goes into."""
 
 
 def between_markers(content: str, name: str, text: str, where: str = "the page") -> str:
@@ -229,8 +234,12 @@ def main() -> None:
     split = "\n".join(jump_split.rows(results.get("jump_split", {})))
     print(text)
     print(split)
+    legible = legibility.table(results.get("legibility", []))
+    print(legible)
     if not args.no_docs:
         update_docs(text, split)
+        LEGIBILITY_PAGE.write_text(between_markers(LEGIBILITY_PAGE.read_text(), "legibility",
+                                                   legible, LEGIBILITY_PAGE.name))
 
 
 if __name__ == "__main__":
