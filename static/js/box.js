@@ -145,12 +145,17 @@
     });
   });
 
-  function watch(scope) {
+  // Each deck frame is watched once; `now`: checked at once too (the first paint, a font step).
+  // A stage swapped in by a slider's move is only watched: the observer's first report comes
+  // with the layout the browser makes for that frame anyway (asking for the frame's size at
+  // the swap would lay the new stage out once more, in the middle of the move).
+  function watch(scope, now) {
     (scope || document).querySelectorAll("[data-player]").forEach(function (root) {
       var svg = deckOf(root);
       if (!svg) return;
-      if (sizes && !root.__boxWatched) { root.__boxWatched = true; sizes.observe(svg.parentNode); }
-      check(root);
+      var frame = svg.parentNode;
+      if (sizes && !frame.__boxWatched) { frame.__boxWatched = true; sizes.observe(frame); }
+      if (now || !sizes) check(root);
     });
   }
 
@@ -165,7 +170,7 @@
       url.searchParams.set("font", String(fontChosen));
       window.history.replaceState(window.history.state, "", url);
     }
-    watch(document);
+    watch(document, true);
   }
 
   // the address bar leaves the box out (a link copied from it is drawn for its reader's box)
@@ -184,7 +189,7 @@
     return;
   }
   document.addEventListener("DOMContentLoaded", function () {
-    watch(document);
+    watch(document, true);
     if (!pending) reveal();
     setTimeout(reveal, WAIT_MS);
   });
