@@ -2,7 +2,7 @@
 rendered in the box each view gives its deck (tests/browser/legibility.py): labels counted,
 median, 5th percentile and smallest size (px), overlapping labels, and whether the view's
 targets hold. Each scene at its default state and at the large states of
-tests/browser/test_deck_legibility.py.
+tests/browser/test_deck_legibility.py (``LARGE`` and ``MORE``).
 
     PYTHONPATH=. python -m bench.legibility [http://host:port] [scene…] [--defaults]
 
@@ -18,7 +18,7 @@ from playwright.sync_api import sync_playwright
 
 from app.main import SCENES
 from tests.browser.legibility import VIEWS, measure, misses, open_view, summary
-from tests.browser.test_deck_legibility import LARGE
+from tests.browser.test_deck_legibility import LARGE, MORE
 from tests.conftest import launch_chromium
 
 
@@ -29,7 +29,8 @@ def states(only: list[str], defaults: bool) -> list[tuple[str, str]]:
             continue
         out.append((scene.slug, ""))
         if not defaults:
-            out += [(scene.slug, q) for q in LARGE.get(scene.slug, ())]
+            out += [(scene.slug, q) for q in (*LARGE.get(scene.slug, ()),
+                                               *MORE.get(scene.slug, ()))]
     return out
 
 

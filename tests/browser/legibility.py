@@ -5,12 +5,12 @@ phone (390 × 844, touch).
 
 Every visible label counts: each ``<text>`` or ``<tspan>`` leaf with text in the deck that is
 not in a hidden frame, not ``display: none`` or ``visibility: hidden``, not under an ancestor of
-opacity 0 and not clipped out of the deck's frame (a phone's frame scrolls a wider deck: what
+opacity 0, not covered (below) and not clipped out of the deck's frame (a phone's frame scrolls a wider deck: what
 lies outside it is not seen). Its size is its computed font size times the scale of the SVG on
 screen (``getScreenCTM``). Two visible labels overlap when their boxes, trimmed of the font's
-line gap, share more than a pixel each way — unless one of them lies under an opaque shape
-painted after it (a deck whose step draws its changed cells over the old ones hides the old
-numbers that way; only labels that overlap are checked for it, one point each). The deck's frame keeps one size over the steps
+line gap, share more than a pixel each way. A label under an opaque shape painted after it is
+not seen either (a deck whose step draws its changed cells over the old ones hides the old
+numbers that way): it is neither counted nor checked for overlaps. The deck's frame keeps one size over the steps
 (the caption box holds a fixed number of lines, the player bar one row), so stepping never
 lays the deck out again.
 
@@ -67,25 +67,52 @@ MEASURE = """(frames) => {
     }
     return getComputedStyle(el).visibility !== 'visible';
   };
-  // whether an opaque shape painted after the label covers its middle (every element of the
-  // deck answers elementsFromPoint while this runs: pointer-events are switched on)
-  const opaque = e => {
-    if (!(e instanceof SVGGeometryElement) || e instanceof SVGLineElement) return false;
-    const style = getComputedStyle(e);
-    return style.fill !== 'none' && parseFloat(style.fillOpacity) * parseFloat(style.opacity) >= 0.9;
-  };
-  const covered = label => {
-    const [l, t, r, b] = label.box;
-    const text = label.el.closest('text');
-    for (const e of document.elementsFromPoint((l + r) / 2, (t + b) / 2)) {
-      if (e === label.el || e === text || (text && text.contains(e))) return false;
-      if (opaque(e)) return true;
+  // Which labels an opaque shape painted after them covers (at the label's middle): the
+  // shapes of the step on screen, bucketed on a 48 px grid, each with its place in paint
+  // order; a path is asked whether its fill holds the point.
+  const occluders = svg0 => {
+    const order = new Map();
+    let n = 0;
+    for (const e of svg0.getElementsByTagName('*')) order.set(e, n++);
+    const grid = new Map();
+    for (const e of svg0.querySelectorAll('rect, path, circle, ellipse, polygon')) {
+      if (e.closest('defs, pattern, template, [display="none"]')) continue;
+      const r = e.getBoundingClientRect();
+      if (r.width < 2 || r.height < 2) continue;
+      const style = getComputedStyle(e);
+      if (style.fill === 'none' || style.display === 'none' || style.visibility !== 'visible' ||
+          parseFloat(style.fillOpacity) * parseFloat(style.opacity) < 0.9) continue;
+      const item = {e: e, r: r, order: order.get(e)};
+      for (let gx = Math.floor(r.left / 48); gx <= Math.floor(r.right / 48); gx++)
+        for (let gy = Math.floor(r.top / 48); gy <= Math.floor(r.bottom / 48); gy++) {
+          const key = gx + ',' + gy;
+          if (!grid.has(key)) grid.set(key, []);
+          grid.get(key).push(item);
+        }
     }
-    return false;
+    return {order: order, grid: grid};
   };
-  const events = document.createElement('style');
-  events.textContent = 'svg.deck, svg.deck * { pointer-events: auto !important; }';
-  document.head.appendChild(events);
+  const coveredBy = (label, occ, memo) => {
+    if (memo.has(label)) return memo.get(label);
+    const [l, t, r, b] = label.box;
+    const x = (l + r) / 2, y = (t + b) / 2;
+    const mine = occ.order.get(label.el) || 0;
+    let hit = false;
+    for (const item of occ.grid.get(Math.floor(x / 48) + ',' + Math.floor(y / 48)) || []) {
+      if (item.order <= mine || x < item.r.left || x > item.r.right || y < item.r.top ||
+          y > item.r.bottom || (label.el.closest('text') || label.el).contains(item.e)) continue;
+      if (item.e instanceof SVGPathElement || item.e instanceof SVGCircleElement ||
+          item.e instanceof SVGPolygonElement || item.e instanceof SVGEllipseElement) {
+        const m = item.e.getScreenCTM().inverse();
+        const p = new DOMPoint(x, y).matrixTransform(m);
+        if (!item.e.isPointInFill(p)) continue;
+      }
+      hit = true;
+      break;
+    }
+    memo.set(label, hit);
+    return hit;
+  };
   for (const k of ks) {
     if (player) player.show(k, false);
     const svg = root.querySelector('svg.deck');
@@ -104,9 +131,13 @@ MEASURE = """(frames) => {
       labels.push({text: text.slice(0, 40), px: Math.round(px * 100) / 100,
                    box: [r.left, r.top, r.right, r.bottom], el: el});
     }
-    // overlaps: boxes trimmed of the line gap (a fifth of the size above, a tenth below);
     // a label that a later, opaque shape covers (a step's new cell over the old one) is not
-    // seen, so it overlaps nothing
+    // seen: it is neither counted nor overlaps anything
+    const occ = occluders(svg), memo = new Map();
+    const seen = labels.filter(l => !coveredBy(l, occ, memo));
+    labels.length = 0;
+    labels.push(...seen);
+    // overlaps: boxes trimmed of the line gap (a fifth of the size above, a tenth below)
     const trimmed = labels.map(l => [l.box[0] + 0.5, l.box[1] + 0.2 * l.px, l.box[2] - 0.5,
                                      l.box[3] - 0.1 * l.px]);
     const order = [...trimmed.keys()].sort((a, b) => trimmed[a][0] - trimmed[b][0]);
@@ -118,7 +149,7 @@ MEASURE = """(frames) => {
         if (b[0] >= a[2] - 1) break;
         const dx = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
         const dy = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
-        if (dx > 1 && dy > 1 && !covered(labels[order[i]]) && !covered(labels[order[j]]))
+        if (dx > 1 && dy > 1)
           overlaps.push([labels[order[i]].text, labels[order[j]].text]);
       }
     }
@@ -128,7 +159,6 @@ MEASURE = """(frames) => {
               smallest: labels.slice().sort((a, b) => a.px - b.px).slice(0, 4)
                               .map(l => [l.px, l.text])});
   }
-  events.remove();
   return out;
 }"""
 

@@ -55,28 +55,37 @@ def test_the_defaults_are_the_views_buckets(page, live_server, viewport, path, d
 
 def test_a_page_swaps_in_its_bucket_unseen(page, live_server):
     """At 1280 × 720 the default (1920 × 1080's) does not fit: one request for the frame's
-    bucket, the deck hidden meanwhile, then shown at one unit a pixel."""
+    bucket, then the deck at one unit a pixel — and no painted frame ever shows the deck drawn
+    for the other box (sampled before every paint)."""
     page.set_viewport_size({"width": 1280, "height": 720})
-    seen = {}
+    page.add_init_script("""(() => {
+        window.__seen = [];
+        const tick = () => {
+          const s = document.querySelector('[data-player] svg.deck');
+          if (s) window.__seen.push([s.dataset.box, getComputedStyle(s).visibility]);
+          if (!(window.ShardscopeBox && window.ShardscopeBox.settled())) requestAnimationFrame(tick);
+        };
+        requestAnimationFrame(tick);
+      })()""")
+    asked = []
 
     def slow(route):
-        seen["url"] = route.request.url
-        page.wait_for_timeout(600)
+        asked.append(route.request.url)
+        page.wait_for_timeout(400)
         route.continue_()
 
     page.route(re.compile(rf".*/embed/{SCENE}\?.*box=.*"), slow)
     page.goto(live_server + f"/{SCENE}?frame=3")
-    page.wait_for_function("() => document.documentElement.classList.contains('box-pending')"
-                           " || window.ShardscopeBox.settled()")
-    before = deck(page)
-    assert before["visibility"] == "hidden" and before["box"] == PAGE.key
     page.wait_for_function(SETTLED)
     after = deck(page)
     assert after["visibility"] == "visible"
-    assert after["box"] == f"{bucket(after['w'])}x{bucket(after['h'])}", after
+    assert after["box"] == f"{bucket(after['w'])}x{bucket(after['h'])}" != PAGE.key, after
     assert after["k"] == 3                                     # the same step
-    assert f"box={after['box']}" in seen["url"]
+    assert len(asked) == 1 and f"box={after['box']}" in asked[0]
     assert 1 <= after["scale"] < 1.1
+    seen = page.evaluate("window.__seen")
+    assert any(box == PAGE.key for box, _ in seen)             # it was there, …
+    assert all(shown == "hidden" for box, shown in seen if box == PAGE.key), seen   # … unseen
 
 
 def test_resize_and_presentation_lay_out_again(page, live_server):
