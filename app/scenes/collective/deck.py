@@ -637,6 +637,8 @@ def _arrows(trace: CollectiveTrace, k: int, lanes, radius: float, lay: Layout,
     out = []
     links = {} if links is None else links
     spots = Spots(taken)
+    left, top, right, bottom = lay.topo
+    centre = Point((left + right) / 2, (top + bottom) / 2)
     for key, moves in pairs.items():
         src, dst, lane = key
         if not labelled:  # the same arrow every step it uses this link
@@ -654,13 +656,26 @@ def _arrows(trace: CollectiveTrace, k: int, lanes, radius: float, lay: Layout,
         elements = sum(m.length for m in moves)
         name = moves[0].label if len(moves) == 1 else f"{elements} elements"
         label = f"{name} {'+' if moves[0].reduce else ''}".strip()
-        ly = round(a.mid.y + lay.small * 0.35, 1)
-        if not spots.take(text_box(a.mid.x, ly, label, lay.small, "middle", bold=True)):
-            label = ""
+        lx, ly = _label_spot(a.mid, label, centre, lay, spots)
         out.append(Arrow(a.d, a.head, rank_colour(src, n), width,
                          node_of(src, p.gpus_per_node) != node_of(dst, p.gpus_per_node),
-                         label, round(a.mid.x, 1), ly, lay.small))
+                         label if lx is not None else "", lx or a.mid.x, ly or a.mid.y,
+                         lay.small))
     return tuple(out)
+
+
+def _label_spot(mid: Point, label: str, centre: Point, lay: Layout, spots: Spots):
+    """Where an arrow's label goes: at the arrow's middle, else moved towards the topology's
+    centre (a ring's inside is mostly empty) or away from it, a line at a time; (None, None)
+    when no such place is free."""
+    dx, dy = centre.x - mid.x, centre.y - mid.y
+    length = math.hypot(dx, dy) or 1.0
+    for shift in (0.0, 1.2, 2.4, -1.2):
+        x = mid.x + dx / length * shift * lay.small
+        y = mid.y + dy / length * shift * lay.small + lay.small * 0.35
+        if spots.take(text_box(x, y, label, lay.small, "middle", bold=True)):
+            return round(x, 1), round(y, 1)
+    return None, None
 
 
 def _taken(nodes, node_font: float, lay: Layout) -> list:
