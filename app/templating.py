@@ -19,7 +19,8 @@ from markupsafe import Markup
 
 from app.draw.box import client_config
 from app.draw.fmt import human_bytes, human_time_us
-from app.params import control
+from app.param_groups import PRESET_SIZES
+from app.params import control, group_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -50,6 +51,10 @@ def environment() -> Environment:
     env.globals["deck_style"] = deck_style
     env.globals["box_config"] = client_config()   # static/js/box.js's buckets and type scales
     env.globals["control"] = control  # a params field's label, bounds and help (fields.html)
+    env.globals["group_fields"] = group_fields  # a parameter group's fields in a model
+    env.globals["preset_sizes"] = PRESET_SIZES  # a preset's sizes: the shape fields' placeholders
+    from app.export.trace import TIMELINES
+    env.globals["timelines"] = frozenset(TIMELINES)  # scenes with /export/<slug>.trace
     return env
 
 

@@ -24,7 +24,7 @@ from tests.browser.legibility import VIEWS, View, measure, misses, open_view, su
 from tests.conftest import ARTIFACTS
 
 TODO: set[str] = {"optimizer", "data-parallel", "zero", "tensor-parallel", "precision",
-                  "checkpointing", "moe", "context-parallel", "parallelism", "planner"}
+                  "checkpointing", "moe", "context-parallel", "parallelism", "planner", "train"}
 """Scenes whose decks are not yet laid out for their box (docs/legibility.md): take a scene off
 when its deck is reflowed — this test then holds it to the targets."""
 
@@ -43,6 +43,7 @@ LARGE: dict[str, list[str]] = {
     "moe": ["?experts=64&ep=16&tokens=64"],
     "context-parallel": ["?cp=16&seq=64"],
     "planner": ["?gpus=4096&preset=llama3-405b&global_batch=2048"],
+    "train": ["?tp=2&cp=2&pp=2&dp=2&ep=2", "?tp=1&pp=4&dp=4&ep=4&microbatches=8"],
 }
 """Large states per scene, where cells and lanes get small (every scene is listed): held here at
 sampled steps; make bench's table adds :data:`MORE` and measures every step of each."""

@@ -1,8 +1,7 @@
 """The GPUs the planner knows and the efficiencies its cost model assumes, with their sources.
 
-Peak dense BF16 (no sparsity) from the vendors' data sheets: A100 312 TFLOP/s, H100 SXM 989,
-H200 989, MI300X 1307. HBM bandwidth: A100 40 GB 1.555 TB/s, A100 80 GB 2.039, H100 SXM 3.35,
-H200 4.8, MI300X 5.3. Memory capacities are chapter 1's (:data:`app.sim.memory.fit.GPUS`).
+Peak dense BF16, HBM and NVLink bandwidth and memory capacity are the GPUs' data sheets, kept
+with the other shared model data in :data:`app.catalog.gpus.GPUS`.
 
 Achievable fractions (the uncertain part, each a measurement, not a fit to the planner's tests):
 
@@ -25,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.memory.fit import GPUS as MEMORY_GPUS
+from app.catalog.gpus import GPUS
 
 
 @dataclass(frozen=True)
@@ -40,17 +39,18 @@ class GpuSpec:
     nvlink_gbs: float        # NVLink per GPU, one direction, GB/s (default of the form)
 
 
-def _spec(key, peak, hbm, gemm, attention, nvlink) -> GpuSpec:
-    g = MEMORY_GPUS[key]
-    return GpuSpec(key, g.name, g.capacity, peak, hbm, gemm, attention, nvlink)
+def _spec(key, gemm, attention) -> GpuSpec:
+    g = GPUS[key]
+    return GpuSpec(key, g.name, g.capacity, g.peak_tflops, g.hbm_tbs, gemm, attention,
+                   g.nvlink_gbs)
 
 
 GPU_SPECS: dict[str, GpuSpec] = {s.key: s for s in (
-    _spec("a100-40", 312, 1.555, 0.64, 0.45, 300),
-    _spec("a100-80", 312, 2.039, 0.64, 0.45, 300),
-    _spec("h100-80", 989, 3.35, 0.56, 0.30, 450),
-    _spec("h200-141", 989, 4.8, 0.58, 0.32, 450),
-    _spec("mi300x-192", 1307, 5.3, 0.40, 0.25, 448),
+    _spec("a100-40", 0.64, 0.45),
+    _spec("a100-80", 0.64, 0.45),
+    _spec("h100-80", 0.56, 0.30),
+    _spec("h200-141", 0.58, 0.32),
+    _spec("mi300x-192", 0.40, 0.25),
 )}
 
 HBM_EFFICIENCY = 0.85

@@ -1,4 +1,4 @@
-"""The model as the planner sees it: a dense preset or shape (:mod:`app.sim.models`) or an MoE
+"""The model as the planner sees it: a dense preset or shape (:mod:`app.catalog.models`) or an MoE
 preset (:mod:`app.sim.moe.presets`), reduced to what memory and time need — per-layer matmul
 parameters (what tensor parallelism splits), routed experts (what expert parallelism splits),
 the embedding and output head, and the activation shape of chapter 1's ledger.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.sim.memory.activations import LayerShape
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.sim.moe.presets import MoeModel
 
 
