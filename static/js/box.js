@@ -149,12 +149,16 @@
   // A stage swapped in by a slider's move is only watched: the observer's first report comes
   // with the layout the browser makes for that frame anyway (asking for the frame's size at
   // the swap would lay the new stage out once more, in the middle of the move).
+  var watched = new Set();   // frames observed (those a swap took away are let go)
   function watch(scope, now) {
+    watched.forEach(function (frame) {
+      if (!frame.isConnected) { sizes.unobserve(frame); watched.delete(frame); }
+    });
     (scope || document).querySelectorAll("[data-player]").forEach(function (root) {
       var svg = deckOf(root);
       if (!svg) return;
       var frame = svg.parentNode;
-      if (sizes && !frame.__boxWatched) { frame.__boxWatched = true; sizes.observe(frame); }
+      if (sizes && !watched.has(frame)) { watched.add(frame); sizes.observe(frame); }
       if (now || !sizes) check(root);
     });
   }
