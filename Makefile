@@ -10,14 +10,14 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench docs setup setup-test browser export-deps clean
+.PHONY: run test bench docs setup setup-test browser nginx export-deps clean
 
 run: setup
 	HOST=$(HOST) PORT=$(PORT) $(VENV)/bin/shardscope serve
 
 setup: export-deps $(VENV)/.installed-app static/vendor/htmx.min.js static/vendor/swagger-ui/swagger-ui-bundle.js
 
-setup-test: setup $(VENV)/.installed-test $(VENV)/.installed-docs browser
+setup-test: setup $(VENV)/.installed-test $(VENV)/.installed-docs browser nginx
 
 test: setup-test
 	$(PY) -m pytest
@@ -70,6 +70,15 @@ browser:
 	    $(SUDO) apt-get install -y chromium fonts-dejavu-core || \
 	    ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium fonts-dejavu-core); \
 	  else echo "No /usr/bin/chromium: browser tests will use 'playwright install chromium'."; fi; \
+	fi
+
+# The proxy in front of the workers (deploy/nginx.conf): tests/api/test_proxy_cache.py starts it
+# on loopback, bench/hall.py measures a class behind it. Debian's nginx; its service is not used.
+nginx:
+	@if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    $(SUDO) apt-get install -y nginx || ($(SUDO) apt-get update && $(SUDO) apt-get install -y nginx); \
+	  else echo "No nginx: the proxy tests are skipped (install nginx with your package manager)."; fi; \
 	fi
 
 # Exports (app/export/) set text in DejaVu Sans, the first font of every deck's font stack, so

@@ -8,11 +8,13 @@ stored: ``len`` for text, :func:`approx_bytes` for objects):
 
     TRACES  a scene's trace, by (simulate, params)                          128 MiB
     DECKS   deck geometry and the markup of its frames, by (function, args)   64 MiB
-    PAGES   rendered pages and stage fragments, by scene, params, frame, …    64 MiB
+    PAGES   rendered pages and stage fragments, by scene, params, frame, …    48 MiB
     JSON    /api answers, by (scene, params)                                  96 MiB
     EXPORTS /export files (GIF, MP4, PDF, PPTX, HTML, PNG), by scene, params, options 32 MiB
+    ANSWERS /api bodies by the exact path and query (the JSON layer's bytes)  32 MiB
+    SENT    whole answers as sent (gzipped), by ETag (app/http_cache.py)      32 MiB
 
-384 MiB in all, so that a server that has answered many heavy states stays under 600 MB
+400 MiB in all (ANSWERS shares its bytes with JSON), so that a server that has answered many heavy states stays under 600 MB
 resident (tests/api/test_memory_bound.py starts one and measures): the rest is the
 interpreter and its libraries (~75 MB), the arrays of the request in flight, and the heap's
 own slack (see :func:`release_freed_memory`). One entry larger than a
@@ -126,13 +128,17 @@ class ByteCache:
 
 TRACES = ByteCache("traces", 128 * MiB, approx_bytes)
 DECKS = ByteCache("decks", 64 * MiB, approx_bytes)
-PAGES = ByteCache("pages", 64 * MiB)
+PAGES = ByteCache("pages", 48 * MiB)
 JSON = ByteCache("json", 96 * MiB)
 EXPORTS = ByteCache("exports", 32 * MiB)
 ANSWERS = ByteCache("answers", 32 * MiB)
 """/api bodies by the exact path and query string asked (app/routes/answers.py); the same bytes
 objects as JSON holds, so they cost little beside it."""
-LAYERS = (TRACES, DECKS, PAGES, JSON, EXPORTS, ANSWERS)
+SENT = ByteCache("sent", 32 * MiB, lambda entry: len(entry[1]) + 64 * len(entry[0]))
+"""Whole answers of pure routes (headers and the body as sent, gzipped where it was), by their
+ETag: a repeat view is answered on the event loop, before routing, parsing, the thread pool or
+gzip (app/http_cache.py). A fragment is kept here at a fifth of its size in PAGES."""
+LAYERS = (TRACES, DECKS, PAGES, JSON, EXPORTS, ANSWERS, SENT)
 
 HEAVY_S = 0.05
 """A computation longer than this is followed by :func:`release_freed_memory` (a trim takes
@@ -159,6 +165,7 @@ def memoised(cache: ByteCache):
             return value
 
         cached.uncached = function
+        cached.kept = lambda *args: cache.get((name, args))  # the value if kept; never computes
         return cached
 
     return wrap

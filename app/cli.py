@@ -1,6 +1,6 @@
 """``shardscope``: serve the app, or ask any scene for its JSON or one frame's SVG from the shell.
 
-    shardscope serve [--host H] [--port P]
+    shardscope serve [--host H] [--port P] [--workers N]   N: one per core by default
     shardscope api pipeline --schedule zbv --stages 4          the trace as JSON on stdout
     shardscope svg pipeline --schedule zbv --frame 3 -o f.svg  one step as an SVG file
     shardscope export pipeline --schedule zbv --stages 4 --format pdf -o zbv.pdf
@@ -97,6 +97,11 @@ def _export(scene, params, args: argparse.Namespace) -> int:
     return 0
 
 
+def default_workers() -> int:
+    """One uvicorn worker per core (``WEB_CONCURRENCY`` overrides, as uvicorn's own)."""
+    return max(1, int(os.environ.get("WEB_CONCURRENCY") or os.cpu_count() or 1))
+
+
 def _params(scene, args: argparse.Namespace):
     query = {k: v for k, v in vars(args).items() if k in scene.params.model_fields
              and v is not None}
@@ -111,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the app over HTTP")
     serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    serve.add_argument("--workers", type=int, default=default_workers(),
+                       help="uvicorn worker processes (default: one per core, here "
+                            f"{default_workers()}; they share one job store, docs/serving.md)")
     _scene_parsers(sub, "api", "print a scene's trace as JSON (as GET /api/<scene>)", SCENES)
     _scene_parsers(sub, "svg", "write one step of a scene as SVG (as GET /svg/<scene>)", SCENES)
     plan = sub.add_parser("plan", help="search every parallel mix of a model on a cluster")
@@ -127,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "serve":
         import uvicorn
+
+        from app.jobs.election import data_dir
+        print(f"shardscope: {args.workers} worker{'s' if args.workers != 1 else ''} on "
+              f"http://{args.host}:{args.port}, jobs kept in {data_dir()}", file=sys.stderr)
         uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port,
                     workers=args.workers, log_level="info",
                     access_log=os.environ.get("SHARDSCOPE_ACCESS_LOG") == "1")

@@ -14,8 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.caches import fix_mmap_threshold
+from app.http_cache import PAGE_MAX_AGE, HttpCache, app_version, pure
 from app.course import CHAPTERS, INTROS
 from app.jobs.runner import JobRunner
+from app.routes.ahead import FetchAhead
 from app.routes.answers import KnownAnswers
 from app.sim.planner.simulate import published
 from app.routes.export import export_router
@@ -135,6 +137,11 @@ class Assets(StaticFiles):
         return response
 
 
+def compresses(path: str) -> bool:
+    """Whether answers of ``path`` may be gzipped (:class:`CompressPages`)."""
+    return not path.startswith("/api/")
+
+
 class CompressPages:
     """gzip for pages and assets; /api answers stay uncompressed so they stay cheap. Level 1:
     a stage fragment is compressed on every request (and fetched ahead while a slider moves),
@@ -145,7 +152,7 @@ class CompressPages:
         self.gzip = GZipMiddleware(app, minimum_size=1024, compresslevel=1)
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and not scope["path"].startswith("/api/"):
+        if scope["type"] == "http" and compresses(scope["path"]):
             return await self.gzip(scope, receive, send)
         return await self.app(scope, receive, send)
 
@@ -167,10 +174,13 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
                   description="Distributed training computed step by step. Every scene's "
                               "query is described from its params model.")
     app.state.runner = runner
+    # every ETag starts with it: the code, the libraries and the real-run settings a page shows
+    app.state.http_version = app_version(runner.settings())
     app.state.scenes = SCENES  # course order: the scenes' prev / next links
     app.mount("/static", Assets(directory=STATIC), name="static")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    @pure(max_age=PAGE_MAX_AGE)
     def home(request: Request):
         by_chapter = {}
         for scene in SCENES:
@@ -181,6 +191,7 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
                                    embed=False, path="/"))
 
     @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+    @pure(max_age=PAGE_MAX_AGE)
     def api_docs():
         return HTMLResponse(render("api_docs.html", embed=False))
 
@@ -190,6 +201,8 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
     app.include_router(export_router(SCENES))
     app.add_middleware(KnownAnswers)
     app.add_middleware(CompressPages)
+    app.add_middleware(FetchAhead)
+    app.add_middleware(HttpCache, compresses=compresses)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(HeadAsGet)
     return app

@@ -18,7 +18,7 @@ from jinja2_fragments import render_block
 from markupsafe import Markup
 
 from app.draw.box import client_config
-from app.draw.fmt import human_bytes, human_time_us
+from app.humanize import human_bytes, human_time_us
 from app.param_groups import PRESET_SIZES
 from app.params import control, group_fields
 

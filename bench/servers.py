@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -31,19 +33,28 @@ def serve(target: str, *factory: str, ready_path: str = "/"):
     command = [sys.executable, "-m", "uvicorn", target, *factory, "--host", "127.0.0.1",
                "--port", str(port), "--loop", "uvloop", "--http", "httptools",
                "--log-level", "warning", "--no-access-log"]
-    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            start_new_session=True)
+    # a data directory of its own: jobs of a server the developer runs meanwhile are not shared
+    data = tempfile.mkdtemp(prefix="shardscope-bench-")
+    proc = subprocess.Popen(command, cwd=ROOT, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "SHARDSCOPE_DATA": data})
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + ready_path, timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{target} did not start") from None
-                time.sleep(0.2)
+        wait_until_up(proc, base + ready_path, what=target)
         yield base
     finally:
         kill_tree(proc.pid)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def wait_until_up(proc: subprocess.Popen, url: str, limit_s: float = 30, what: str = "",
+                  poll_s: float = 0.2) -> None:
+    """Return once ``url`` answers; raise if ``proc`` ends first or ``limit_s`` pass."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what or url} did not start") from None
+            time.sleep(poll_s)

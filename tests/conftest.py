@@ -4,9 +4,11 @@ fails the test on console errors or on any request leaving the server's origin."
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -19,6 +21,16 @@ from app.jobs.runner import JobRunner, kill_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
+
+# Every app a test builds without a runner of its own (create_app()) keeps its jobs in this
+# session's own data directory, never in the user's state directory: another checkout's server
+# may be using that one. A server a test starts gets a folder of its own (one runner per folder).
+DATA = Path(tempfile.mkdtemp(prefix="shardscope-test-data-"))
+os.environ["SHARDSCOPE_DATA"] = str(DATA)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(DATA, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +56,8 @@ def free_port() -> int:
 def live_server():
     """The app under uvicorn on 127.0.0.1 and a free port; stopped by its own pid."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # a data directory of its own, so that a server another test starts runs its own jobs
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SHARDSCOPE_DATA": str(DATA / "live")}
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory",
                              "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
                             cwd=ROOT, env=env, start_new_session=True)

@@ -8,14 +8,28 @@ neighbouring bars of the same kind that touch within half a pixel are merged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Protocol
 
 from markupsafe import Markup
 
-from app.sim.timeline import Span
 from app.draw.palette import text_on
-from app.draw.fmt import human_time_us
+from app.humanize import human_time_us
+
+
+class Timed(Protocol):
+    """What a bar is drawn from: any object with these fields (a simulation's timeline span,
+    app.sim.timeline.Span, is one; the drawing knows no simulation)."""
+
+    name: str           # "backward L11 (…)": the bar's label is the part before " ("
+    lane: str           # the row it is drawn in
+    start_us: float
+    end_us: float
+    kind: str           # a key of KIND_COLOURS: its colour and legend text
+    detail: str         # the hover text
+
 
 KIND_COLOURS: dict[str, tuple[str, str]] = {
     # kind: (colour, legend text) — Paul Tol's schemes, never a rank's colour (DESIGN
@@ -64,7 +78,7 @@ class LaneChart:
     axis_y: float
 
 
-def lane_chart(spans: tuple[Span, ...], lanes: tuple[str, ...], *, title: str = "",
+def lane_chart(spans: Sequence[Timed], lanes: tuple[str, ...], *, title: str = "",
                width: int = 1200, left: float = 150, row_h: float = 34, label_min: float = 70,
                end_us: float | None = None, top: float | None = None) -> LaneChart:
     top = top if top is not None else (40.0 if title else 12.0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from markupsafe import Markup, escape
 
-from app.draw.fmt import fixed
+from app.humanize import fixed
 from app.draw.palette import text_on
 
 _ink = lru_cache(maxsize=1024)(text_on)

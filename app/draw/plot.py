@@ -1,7 +1,8 @@
 """Line charts as geometry: axes, ticks and polylines in pixel coordinates.
 
 A view builds a :class:`Chart`; ``templates/_partials/chart.html`` draws it. Scales are linear
-or logarithmic; log ticks fall on powers of ten (or of two for byte sizes).
+or logarithmic; log ticks fall on powers of ten (or of two for byte sizes). A deck that draws a
+chart of its own writes its gridlines and tick labels with :func:`tick_marks`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.draw.palette import DASHES, SERIES
+from app.draw.svg import esc
 
 
 @dataclass(frozen=True)
@@ -139,3 +141,24 @@ def _spread_labels(series: list[Series], gap: float = 18.0,
     for k, y in zip(order, ys):
         series[k] = Series(series[k].name, series[k].points, series[k].colour, series[k].dash,
                            (series[k].label_at[0], y))
+
+
+def tick_marks(left: float, right: float, bottom: float,
+               y_ticks: Sequence[tuple[float, str]], x_ticks: Sequence[tuple[float, str]],
+               num: Callable[[float], str]) -> list[str]:
+    """A deck's chart furniture as SVG: a gridline at each y tick from ``left`` to ``right``,
+    the y ticks' labels right-aligned left of the axis and the x ticks' centred under
+    ``bottom``, muted at 16 units; coordinates written by ``num`` (app.draw.fmt's coord or
+    coord2)."""
+    out = []
+    if y_ticks:
+        out.append('<path class="gridline" d="'
+                   + "".join(f"M{num(left)},{num(y)}H{num(right)}" for y, _ in y_ticks) + '"/>')
+    out.append('<g class="muted" font-size="16"><g text-anchor="end">')
+    out += [f'<text x="{num(left - 10)}" y="{num(y + 5)}">{esc(label)}</text>'
+            for y, label in y_ticks]
+    out.append('</g><g text-anchor="middle">')
+    out += [f'<text x="{num(x)}" y="{num(bottom + 22)}">{esc(label)}</text>'
+            for x, label in x_ticks]
+    out.append("</g></g>")
+    return out

@@ -1,13 +1,13 @@
 """The frames an export is made of: frame k's standalone SVG is exactly what ``/svg/<scene>?frame=k``
 answers (``_partials/deck_file.svg`` over ``scene.export(params, trace, k)``), which already
-carries the caption under the drawing (app/draw/svg.py, ``CAPTION_HEIGHT``)."""
+carries the caption under the drawing (app/draw/deck.py, ``CAPTION_HEIGHT``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
 
-from app.draw.svg import CAPTION_HEIGHT
+from app.draw.deck import CAPTION_HEIGHT
 from app.templating import render
 
 Progress = Callable[[int, int], None]
@@ -47,7 +47,7 @@ def svg_size(svg: str) -> tuple[float, float]:
 
 def without_caption(svg: str) -> str:
     """The same file cut above its caption: every standalone deck puts its caption in the
-    bottom ``CAPTION_HEIGHT`` units (app/draw/svg.py's ``deck_open``), so shortening the root's
+    bottom ``CAPTION_HEIGHT`` units (app/draw/deck.py's ``deck_open``), so shortening the root's
     height and viewBox leaves the caption outside the picture."""
     root = _ROOT.search(svg)
     tag = root.group(0)

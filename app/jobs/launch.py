@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.jobs.runner import Check
+from app.jobs.job import Check
 
 OUT = "--out report.json"
 

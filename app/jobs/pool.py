@@ -34,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.jobs.procs import kill_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 RANK_SCRIPT = Path(__file__).resolve().parent / "pool_rank.py"
 
@@ -159,7 +161,6 @@ class RankPool:
 
 def _close(rank: PoolRank) -> None:
     """Let a waiting rank go: an empty line ends it; then make sure."""
-    from app.jobs.runner import kill_tree
     try:
         if rank.proc.stdin and not rank.proc.stdin.closed:
             rank.proc.stdin.close()

@@ -2,10 +2,14 @@
 
 A :class:`Check` says how a scene runs for real: which torchrun worker, how many ranks, its
 arguments, and how to compare the worker's JSON report with the simulation. The
-:class:`JobRunner` runs at most ``concurrency`` jobs at a time (the others queue, up to
-``queue_limit``, at most ``per_client`` queued or running per client), each under a time limit,
-either through ``torchrun --standalone`` (app/jobs/launcher.py) or on the warm pool's
-pre-started ranks (app/jobs/pool.py): the same worker, environment and report.
+:class:`JobRunner` admits jobs into the job store (app/jobs/store.py: at most ``queue_limit``
+queued, at most ``per_client`` queued or running per client, across every worker of the server)
+and, in the one process that holds the runner lock (app/jobs/election.py), runs at most
+``concurrency`` of them at a time, oldest first, each under a time limit, either through
+``torchrun --standalone`` (app/jobs/launcher.py) or on the warm pool's pre-started ranks
+(app/jobs/pool.py): the same worker, environment and report. A job submitted in another worker
+process is rebuilt from its scene and query (:attr:`JobRunner.resolve`, set by
+app/routes/verify.py).
 
 No rank outlives its job, whatever dies when:
 
@@ -17,22 +21,17 @@ No rank outlives its job, whatever dies when:
 * the server dies: the launcher (or a pooled rank) has PR_SET_PDEATHSIG on the server's
   thread that started it and checks the server's pid the same way; the kernel's signal does not
   depend on the server running any code. Its temp folders (``shardscope-job-<server pid>-…``,
-  ``shardscope-pool-<pid>-…``) are removed by the next runner that starts, once that pid is gone;
-* a rank stops making progress (SIGSTOP, a deadlock holding the GIL): every rank's guard thread
-  touches ``heartbeat/rank-<r>`` in the job's folder every 0.25 s; a beat older than
-  ``stall_s`` (or a process in the stopped state) ends the job with the reason, well within 10 s
-  instead of at the time limit.
+  ``shardscope-pool-<pid>-…``) are removed by the next runner that starts, once that pid is gone,
+  and the next runner marks the job "error: the server stopped" in the store;
+* a rank stops making progress (SIGSTOP, a deadlock holding the GIL): app/jobs/watch.py.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import json
 import os
-import re
 import shutil
-import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -41,133 +40,38 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import psutil
+from app.jobs.election import RunnerLock, data_dir
+from app.jobs.job import Check, ClientBusy, Job, QueueFull, Verdict, torch_available
+from app.jobs.procs import TEMP_PREFIX, clean_orphans, free_port, kill_tree
+from app.jobs.store import JobStore
+from app.jobs.watch import TEARDOWN_NOTE, failure_reason, watch
+
+__all__ = ["Check", "ClientBusy", "Job", "JobRunner", "QueueFull", "TEARDOWN_NOTE", "Verdict",
+           "clean_orphans", "kill_tree", "torch_available"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
+STOPPED = ("the server stopped while this job was running (it was restarted or killed); "
+           "run it again")
+"""The detail of a job whose runner died under it (DESIGN.md: "error: the server stopped")."""
 
-@dataclass(frozen=True)
-class Verdict:
-    passed: bool
-    max_abs_diff: float
-    detail: str
-    report: dict = field(default_factory=dict)
-    """what the page shows beyond the verdict (a diff table, timings)"""
-    fields: dict = field(default_factory=dict)
-    """top-level fields the scene's contract adds to the job's status (DESIGN.md: /train's job
-    adds ``losses``, ``reference_losses``, ``measured`` …); they never replace the job's own"""
-    trace: dict | None = None
-    """the run's measured timeline as Chrome Trace Event JSON, or None: served at
-    ``/api/verify/jobs/{id}/trace`` and named by the status's ``trace`` field"""
-
-
-@dataclass(frozen=True)
-class Check:
-    worker: str
-    """path of the torchrun entry point, relative to the repository root"""
-    world: Callable[[Any], int]
-    args: Callable[[Any], list[str]]
-    compare: Callable[[Any, Any, dict], Verdict]
-    """(params, trace, the worker's report) → verdict"""
-    unsupported: Callable[[Any], tuple[str, str] | None] | None = None
-    """params → (parameter, why these params cannot run for real), or None when they can"""
-    nodes: Callable[[Any], int] | None = None
-    """params → how many torchrun launchers to start (``--nnodes``), meeting on 127.0.0.1;
-    None or 1: one ``--standalone`` launch (or the warm pool)"""
-
-
-@dataclass
-class Job:
-    id: str
-    scene: str
-    world: int
-    backend: str
-    status: str = "queued"
-    max_abs_diff: float | None = None
-    detail: str = ""
-    report: dict = field(default_factory=dict)
-    created: float = field(default_factory=time.monotonic)
-    started: float | None = None
-    finished: float | None = None
-    ahead: int = 0
-    client: str = ""
-    device: str = ""
-    source: str = "server"
-    """"server" (run here) or "uploaded" (a report from the visitor's own cluster)"""
-    fields: dict = field(default_factory=dict)
-    """the verdict's extra top-level status fields (:attr:`Verdict.fields`)"""
-    trace: dict | None = None
-    """the verdict's measured timeline (:attr:`Verdict.trace`)"""
-
-    @property
-    def elapsed_s(self) -> float:
-        if self.started is None:
-            return 0.0
-        return (self.finished or time.monotonic()) - self.started
-
-    @property
-    def done(self) -> bool:
-        return self.status in ("passed", "failed", "error")
-
-    def to_dict(self) -> dict:
-        own = {"job": self.id, "scene": self.scene, "status": self.status,
-               "backend": self.backend, "world": self.world,
-               "max_abs_diff": self.max_abs_diff, "detail": self.detail,
-               "elapsed_s": round(self.elapsed_s, 3), "report": self.report,
-               "device": self.device, "source": self.source}
-        if self.trace is not None:
-            own["trace"] = f"/api/verify/jobs/{self.id}/trace"
-        return {**self.fields, **own}
-
-
-def torch_available() -> tuple[bool, str]:
-    """Whether this server can run real jobs, and if not, what to install."""
-    if importlib.util.find_spec("torch") is None:
-        return False, ("Real runs need PyTorch, which is not installed on this server: "
-                       "install the verify extra with  pip install -e '.[verify]'  "
-                       "(or run  make test, which installs it).")
-    return True, ""
-
-
-class QueueFull(Exception):
-    pass
-
-
-class ClientBusy(QueueFull):
-    """This client already has its share of the queue."""
-
-
-TEMP_PREFIX = "shardscope-"
-_OWNED = re.compile(r"^shardscope-(?:job|pool)-(\d+)-")
-
-
-def clean_orphans(folder: Path | None = None) -> list[Path]:
-    """Remove the temp folders of servers that were killed (their owner pid is gone)."""
-    folder = Path(folder or tempfile.gettempdir())
-    removed = []
-    for path in folder.glob(TEMP_PREFIX + "*"):
-        match = _OWNED.match(path.name)
-        if match and path.is_dir() and not psutil.pid_exists(int(match.group(1))):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+Spec = tuple[Check, Any, Any, tuple[str, ...]]
+"""What running a job takes: (check, params, trace, extra worker arguments)."""
 
 
 class JobRunner:
     def __init__(self, *, concurrency: int = 1, queue_limit: int = 8, timeout_s: float = 60.0,
                  backend: str = "gloo", max_world: int = 8, keep: int = 200,
                  per_client: int = 2, stall_s: float = 6.0, pool: bool = False,
-                 pool_idle_s: float = 300.0):
+                 pool_idle_s: float = 300.0, data: Path | str | None = None,
+                 poll_s: float = 0.2):
+        """``data``: the server's data directory (:func:`app.jobs.election.data_dir`), whose
+        store and runner lock every process of the server shares; None for a store of this
+        runner's own in the temp folder, removed at shutdown (tests, one-process use)."""
         self.concurrency = concurrency
         self.queue_limit = queue_limit
         self.timeout_s = timeout_s
@@ -175,21 +79,30 @@ class JobRunner:
         self.max_world = max_world
         self.per_client = per_client
         self.stall_s = stall_s
+        self.poll_s = poll_s
         self._keep = keep
-        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        clean_orphans()
+        self._own_data = data is None
+        folder = (Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}data-{os.getpid()}-"))
+                  if data is None else Path(data))
+        self.store = JobStore(folder, keep=keep)
+        self.lock = RunnerLock(folder / "runner.lock")
+        self._resolve: Callable[[str, str], Spec] | None = None
+        self._ready = threading.Event()  # set once jobs from the store can be rebuilt
+        self._jobs: OrderedDict[str, Job] = OrderedDict()  # this process's jobs, live objects
+        self._local: dict[str, Spec] = {}  # what the jobs submitted here need to run
+        self._running: set[str] = set()
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="verify")
-        self._ids = itertools.count(1)
+        self._wake = threading.Event()
+        self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="verify")
         self._live: dict[str, list] = {}
         self._closed = False
-        clean_orphans()
         self._env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
                      "PYTHONUNBUFFERED": "1", "SHARDSCOPE_SERVER_PID": str(os.getpid())}
+        self._pool_wanted, self._pool_idle_s = pool, pool_idle_s
         self.ranks = None
-        if pool:
-            from app.jobs.pool import RankPool
-            self._pool_dir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}pool-{os.getpid()}-"))
-            self.ranks = RankPool(self._env, idle_s=pool_idle_s, log_dir=self._pool_dir)
+        if not self._lead():
+            threading.Thread(target=self._campaign, daemon=True, name="runner-election").start()
 
     @classmethod
     def from_environment(cls) -> JobRunner:
@@ -202,57 +115,65 @@ class JobRunner:
                    per_client=int(env.get("SHARDSCOPE_VERIFY_PER_CLIENT", "2")),
                    stall_s=float(env.get("SHARDSCOPE_VERIFY_STALL", "6")),
                    pool=env.get("SHARDSCOPE_VERIFY_POOL", "1") != "0",
-                   pool_idle_s=float(env.get("SHARDSCOPE_VERIFY_POOL_IDLE", "300")))
+                   pool_idle_s=float(env.get("SHARDSCOPE_VERIFY_POOL_IDLE", "300")),
+                   data=data_dir())
+
+    @property
+    def resolve(self) -> Callable[[str, str], Spec] | None:
+        """(scene, query) → what running that job takes, for jobs another process admitted
+        (or a previous server: those still queued at a restart); set by app/routes/verify.py.
+        The queue is not run before it is set (or a job is submitted here)."""
+        return self._resolve
+
+    @resolve.setter
+    def resolve(self, function: Callable[[str, str], Spec] | None) -> None:
+        self._resolve = function
+        self._ready.set()
+
+    @property
+    def is_runner(self) -> bool:
+        """Whether this process runs the jobs (holds the runner lock)."""
+        return self.lock.held
 
     # -- public ---------------------------------------------------------------------------
 
     def submit(self, scene: str, check: Check, params: Any, trace: Any,
-               extra_args: tuple[str, ...] = (), client: str = "") -> Job:
+               extra_args: tuple[str, ...] = (), client: str = "",
+               query: str | None = None) -> Job:
         """Queue a job; ``client`` (the requester's address) may hold at most ``per_client``
-        jobs queued or running, so that no one client holds every slot."""
+        jobs queued or running, so that no one client holds every slot. ``query`` (the scene's
+        query string) lets any process of the server run it."""
+        if self._closed:
+            raise QueueFull("the server is stopping; try again in a moment")
+        job = Job(_new_id(), scene, check.world(params), self.backend, client=client,
+                  query=query, extra_args=list(extra_args))
+        self.store.admit(job, queue_limit=self.queue_limit, per_client=self.per_client)
         with self._lock:
-            waiting = sum(1 for j in self._jobs.values() if j.status == "queued")
-            if self._closed or waiting >= self.queue_limit:
-                raise QueueFull(f"{waiting} jobs are already waiting; try again in a moment")
-            mine = sum(1 for j in self._jobs.values() if not j.done and j.client == client)
-            if client and mine >= self.per_client:
-                raise ClientBusy(f"you already have {mine} real run{'s' if mine != 1 else ''} "
-                                 f"queued or running (at most {self.per_client} per client); "
-                                 f"wait for {'them' if mine != 1 else 'it'} to end")
-            job = Job(f"{next(self._ids):06d}-{os.urandom(3).hex()}", scene,
-                      check.world(params), self.backend, client=client)
-            self._jobs[job.id] = job
-            while len(self._jobs) > self._keep:
-                oldest = next(iter(self._jobs.values()))
-                if not oldest.done:
-                    break
-                self._jobs.popitem(last=False)
-        self._pool.submit(self._run, job, check, params, trace, extra_args)
+            self._local[job.id] = (check, params, trace, tuple(extra_args))
+            self._remember(job)
+        self._ready.set()
+        self._wake.set()
         return job
 
     def record(self, scene: str, verdict: Verdict, *, world: int, backend: str,
                device: str) -> Job:
         """A finished job for a report the visitor ran elsewhere (app/routes/verify.py)."""
-        now = time.monotonic()
-        job = Job(f"{next(self._ids):06d}-{os.urandom(3).hex()}", scene, world, backend,
+        now = time.time()
+        job = Job(_new_id(), scene, world, backend,
                   status="passed" if verdict.passed else "failed",
                   max_abs_diff=verdict.max_abs_diff, detail=verdict.detail,
                   report=verdict.report, fields=dict(verdict.fields), trace=verdict.trace,
-                  created=now, started=now, finished=now,
-                  device=device, source="uploaded")
+                  created=now, started=now, finished=now, device=device, source="uploaded")
+        self.store.add(job)
         with self._lock:
-            self._jobs[job.id] = job
-            while len(self._jobs) > self._keep and next(iter(self._jobs.values())).done:
-                self._jobs.popitem(last=False)
+            self._remember(job)
         return job
 
     def get(self, job_id: str) -> Job | None:
-        with self._lock:
-            job = self._jobs.get(job_id)
-            if job is not None and job.status == "queued":
-                job.ahead = sum(1 for j in self._jobs.values()
-                                if j.status in ("queued", "running") and j.created < job.created)
-            return job
+        """The job as the store has it (whichever process submitted or runs it)."""
+        if self.store.closed:
+            return self._jobs.get(job_id)
+        return self.store.get(job_id)
 
     def info(self, check: Check, params: Any) -> dict:
         """What a page's "Run on real gloo" button needs to know."""
@@ -267,6 +188,10 @@ class JobRunner:
         return {"available": available, "reason": reason, "too_big": too_big,
                 "backend": self.backend}
 
+    def settings(self) -> tuple:
+        """What of this runner shapes a page (its real-run panel): fixed while it serves."""
+        return (self.backend, self.max_world, torch_available()[0])
+
     def live_pids(self) -> list[int]:
         """Process ids of the running jobs' launchers (torchrun), or their ranks on the pool."""
         with self._lock:
@@ -277,19 +202,96 @@ class JobRunner:
         with self._lock:
             self._closed = True
             live = [p for ps in self._live.values() for p in ps]
+        self._wake.set()
         for proc in live:
             kill_tree(proc.pid)
+        if self.is_runner and not self.store.closed:
+            self.store.abandon(STOPPED, owner=os.getpid())
         if self.ranks is not None:
             self.ranks.shutdown()
             shutil.rmtree(self._pool_dir, ignore_errors=True)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+        self.lock.release()
+        if self._own_data:
+            shutil.rmtree(self.store.folder, ignore_errors=True)
+
+    # -- who runs the jobs -----------------------------------------------------------------
+
+    def _lead(self) -> bool:
+        """Become the runner if no other process is: then the jobs a dead runner left
+        running are marked, the pool is made and the queue is run."""
+        if self._closed or not self.lock.acquire():
+            return False
+        self.store.abandon(STOPPED)
+        if self._pool_wanted:
+            from app.jobs.pool import RankPool
+            self._pool_dir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}pool-{os.getpid()}-"))
+            self.ranks = RankPool(self._env, idle_s=self._pool_idle_s, log_dir=self._pool_dir)
+        threading.Thread(target=self._dispatch, daemon=True, name="verify-dispatch").start()
+        return True
+
+    def _campaign(self) -> None:
+        while not self._closed and not self._lead():
+            time.sleep(0.5)
+
+    def _dispatch(self) -> None:
+        """Start the oldest queued jobs while fewer than ``concurrency`` run (woken by a
+        submission here, else every ``poll_s`` for those admitted by other processes)."""
+        while not self._closed:
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+            while (not self._closed and self._ready.is_set()
+                   and len(self._running) < self.concurrency):
+                try:
+                    claimed = self.store.claim(os.getpid())
+                except QueueFull:  # the store closed under us: stopping
+                    return
+                except sqlite3.Error as error:  # (busy past its timeout: the next round retries)
+                    print(f"shardscope: the job store could not be read: {error}",
+                          file=sys.stderr)
+                    break
+                if claimed is None:
+                    break
+                with self._lock:
+                    job = self._jobs.get(claimed.id)
+                    if job is None:
+                        job = self._remember(claimed)
+                    job.status, job.started = claimed.status, claimed.started
+                    self._running.add(job.id)
+                self._executor.submit(self._start, job)
+
+    def _start(self, job: Job) -> None:
+        try:
+            spec = self._local.pop(job.id, None)
+            if spec is None:
+                if self.resolve is None or job.query is None:
+                    return self._finish(job, "error", f"this server cannot run a {job.scene!r} "
+                                                      f"job that another process submitted")
+                spec = self.resolve(job.scene, job.query)
+            self._run(job, *spec)
+        except Exception as error:  # a job that cannot be rebuilt must not stop the queue
+            self._finish(job, "error", f"{type(error).__name__}: {error}")
+        finally:
+            with self._lock:
+                self._running.discard(job.id)
+            self._wake.set()
+
+    def _remember(self, job: Job) -> Job:
+        """(under self._lock) keep this process's live object of ``job``, bounded."""
+        self._jobs[job.id] = job
+        while len(self._jobs) > self._keep:
+            oldest = next(iter(self._jobs.values()))
+            if not oldest.done:
+                break
+            self._jobs.popitem(last=False)
+            self._local.pop(oldest.id, None)
+        return job
 
     # -- one job ---------------------------------------------------------------------------
 
     def _run(self, job: Job, check: Check, params: Any, trace: Any,
              extra_args: tuple[str, ...]) -> None:
-        job.started = time.monotonic()
-        job.status = "running"
         ok, reason = torch_available()
         if not ok:
             return self._finish(job, "error", reason)
@@ -312,7 +314,8 @@ class JobRunner:
             with self._lock:
                 self._live[job.id] = procs
             try:
-                code, why = self._watch(job, procs, beats)
+                code, why = watch(procs, beats, job.world, timeout_s=self.timeout_s,
+                                  stall_s=self.stall_s)
             finally:
                 for proc in procs:
                     kill_tree(proc.pid)
@@ -323,7 +326,7 @@ class JobRunner:
             if why:
                 return self._finish(job, "error", why)
             if not report_path.exists():
-                return self._finish(job, "error", _failure_reason(code, log_path))
+                return self._finish(job, "error", failure_reason(code, log_path))
             report = json.loads(report_path.read_text())
             job.backend = report.get("backend", job.backend)
             job.device = str(report.get("device", ""))
@@ -334,7 +337,7 @@ class JobRunner:
             job.trace = verdict.trace
             detail = verdict.detail
             if code != 0:
-                detail += f" {TEARDOWN_NOTE} ({_failure_reason(code, log_path)})"
+                detail += f" {TEARDOWN_NOTE} ({failure_reason(code, log_path)})"
             self._finish(job, "passed" if verdict.passed else "failed", detail)
         except Exception as error:  # a bad report must not take the server down
             self._finish(job, "error", f"{type(error).__name__}: {error}")
@@ -382,102 +385,14 @@ class JobRunner:
                 "TORCHELASTIC_RUN_ID": job.id}, log_path)
         return [rank.proc for rank in ranks]
 
-    def _watch(self, job: Job, procs: list[subprocess.Popen], beats: Path
-               ) -> tuple[int, str]:
-        """Wait for the job's processes: (exit code, "") when they end — for pooled ranks, as
-        torchrun judges: the first rank that fails ends the others —, or (code, why) when
-        the time limit passes or a rank stalls."""
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            codes = [p.poll() for p in procs]
-            failed = [c for c in codes if c not in (None, 0)]
-            if failed or all(c == 0 for c in codes):
-                if failed and len(procs) > 1:
-                    time.sleep(0.2)  # let rank 0 finish a report it was writing
-                return (failed[0] if failed else 0), ""
-            if time.monotonic() > deadline:
-                return -9, (f"the workers did not finish within {self.timeout_s:g} s and were "
-                            f"stopped")
-            why = self._stalled(job, procs, beats)
-            if why:
-                return -9, why
-            time.sleep(0.25)
-
-    def _stalled(self, job: Job, procs: list[subprocess.Popen], beats: Path) -> str:
-        now = time.time()
-        for r in range(job.world):
-            beat = beats / f"rank-{r}"
-            try:
-                age = now - beat.stat().st_mtime
-            except FileNotFoundError:
-                continue  # not started yet: the time limit covers a rank that never starts
-            if age > self.stall_s and _alive(beat):
-                return (f"rank {r} stopped making progress: no heartbeat for {age:.1f} s "
-                        f"(limit {self.stall_s:g} s), so the job was stopped")
-        for proc in procs:
-            try:
-                family = [psutil.Process(proc.pid)]
-                family += family[0].children(recursive=True)
-                for member in family:
-                    if member.status() == psutil.STATUS_STOPPED:
-                        return (f"a rank (pid {member.pid}) was stopped (SIGSTOP) and made no "
-                                f"progress, so the job was stopped")
-            except psutil.NoSuchProcess:
-                continue
-        return ""
-
     def _finish(self, job: Job, status: str, detail: str) -> None:
-        job.detail = detail
-        job.finished = time.monotonic()
-        job.status = status
+        """Store the job's end, then show it on the live object (whoever polls that object
+        finds the store written once it says done)."""
+        ended = replace(job, status=status, detail=detail, finished=time.time())
+        self.store.save(ended)
+        job.detail, job.finished, job.status = ended.detail, ended.finished, ended.status
 
 
-def _alive(beat: Path) -> bool:
-    """Whether the rank that writes ``beat`` (its pid inside) is still running."""
-    try:
-        text = beat.read_text()
-        if not text:
-            return True  # being written
-        proc = psutil.Process(int(text))
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except (ValueError, OSError, psutil.Error):
-        return False
-
-
-def kill_tree(pid: int) -> None:
-    """Kill ``pid`` and every process below it, including children in other sessions."""
-    try:
-        root = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return
-    try:
-        family = root.children(recursive=True) + [root]
-    except psutil.NoSuchProcess:
-        family = [root]
-    for proc in family:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(family, timeout=5)
-    try:  # reap the launcher so it leaves no zombie
-        os.waitpid(pid, os.WNOHANG)
-    except (ChildProcessError, OSError):
-        pass
-
-
-TEARDOWN_NOTE = ("The report was complete, then a rank crashed while leaving the process group: "
-                 "gloo can abort a rank whose peer closes its connection right after the final "
-                 "barrier (pytorch/gloo#155); the numbers above are unaffected.")
-"""Why a job whose workers wrote their report but then exited badly is still judged: rank 0
-writes the report only after gathering every rank's results (workers/common.py finish), so
-what fails afterwards is the teardown, not the computation."""
-
-
-def _failure_reason(code: int, log_path: Path) -> str:
-    lines = log_path.read_text(errors="replace").splitlines() if log_path.exists() else []
-    interesting = [line for line in lines if any(word in line for word in (
-        "Error", "error", "exitcode", "Signal", "signal", "Traceback", "Killed"))]
-    tail = " | ".join((interesting or lines)[-4:])[-600:]
-    how = f"exit code {code}" if code >= 0 else f"signal {-code}"
-    return f"the workers stopped with {how}: {tail or 'no output'}"
+def _new_id() -> str:
+    """A job id, unique across the server's processes and restarts, in submission order."""
+    return f"{int(time.time() * 1000):x}-{os.urandom(3).hex()}"

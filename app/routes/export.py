@@ -13,14 +13,12 @@ from fastapi.responses import Response
 
 from app.export import FORMATS, OPTION_HELP, export, filename, options_for
 from app.export.trace import TIMELINES, scene_trace
+from app.http_cache import pure
 from app.params import ParamsError, parse
 from app.routes.openapi import problem_response, query_parameters
 from app.routes.renamed import moved
 from app.routes.scenes import json_error
 from app.scene import trace_of
-
-EXPORT_CACHE = "private, max-age=600"
-
 
 def export_router(scenes) -> APIRouter:
     router = APIRouter(tags=["Exports"])
@@ -41,6 +39,7 @@ def export_router(scenes) -> APIRouter:
 def handler(scene):
     formats = [*FORMATS, *(["trace"] if scene.slug in TIMELINES else [])]
 
+    @pure()  # an export names this server (base_url): its tag holds the host
     def export_scene(request: Request,
                      ext: str = Path(description="the format: " + ", ".join(formats))):
         return answer(request, scene, ext)
@@ -65,8 +64,7 @@ def answer(request: Request, scene, ext: str) -> Response:
         return json_error(error)
     disposition = "inline" if ext in ("png", "gif") else "attachment"
     return Response(body, media_type=FORMATS[ext], headers={
-        "Content-Disposition": f'{disposition}; filename="{filename(ext, scene, opts)}"',
-        "Cache-Control": EXPORT_CACHE})
+        "Content-Disposition": f'{disposition}; filename="{filename(ext, scene, opts)}"'})
 
 
 def timeline(request: Request, scene) -> Response:
@@ -78,5 +76,4 @@ def timeline(request: Request, scene) -> Response:
         return json_error(error)
     body = orjson.dumps(scene_trace(scene.slug, trace_of(scene, params)))
     return Response(body, media_type="application/json", headers={
-        "Content-Disposition": f'attachment; filename="{scene.slug}.trace.json"',
-        "Cache-Control": EXPORT_CACHE})
+        "Content-Disposition": f'attachment; filename="{scene.slug}.trace.json"'})

@@ -11,43 +11,39 @@ page with an inline message (which htmx is configured to swap) on pages.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping
 
+import anyio.from_thread
 import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.caches import PAGES
+from app.http_cache import ANSWER_MAX_AGE, PAGE_MAX_AGE, pure
+from app.routes.ahead import AHEAD, RENDERING, TURNS, ClientGone, is_ahead  # noqa: F401
+
 from app.params import ParamsError, Problem, parse
 from app.course import neighbours
 from app.routes.answers import remember
 from app.routes.openapi import problem_response, query_parameters
 from app.routes.renamed import moved
-from app.scene import Scene, cached_json, json_of, trace_of
+from app.scene import Scene, cached_json, json_of, trace_of, traced
 from app.templating import render
 from app.view import PARAMETERS as VIEW_PARAMETERS, scene_box
 
 JSON = "application/json"
 
-FRAGMENT_CACHE = "private, max-age=600"
-"""A stage fragment is a pure function of its URL (and of the server's real-run settings, fixed
-while it runs), so the browser may keep it: dragging a slider back over values it has shown, or
-onto a neighbour that controls.js fetched ahead, is answered from the browser's cache. Ten
-minutes bounds how long a fragment from an older version of the app can outlive an upgrade."""
-
-AHEAD = "x-fetch-ahead"
-"""Sent by static/js/stage.js with a state it fetches before it is asked for (a drag's next
-states, the states one change away while the page rests). Such a request is answered 204 while
-another render is in flight, so that fetching ahead never slows anyone's own move, and a state
-the params reject comes back 200 with ``X-Stage-Status: 422`` (its stage lists the problems):
-kept for the move that may come, without a failed load in the browser's console."""
-
-VARY = "HX-Request, HX-History-Restore-Request"
+VARY = ("HX-Request", "HX-History-Restore-Request")
 """The same URL answers a page, a stage fragment (htmx) or a whole page again for htmx's
-history restore (which sends HX-Request too), so caches must tell the three apart."""
+history restore (which sends HX-Request too), so caches must tell the three apart: each has
+its own ETag (app/http_cache.py)."""
+
+
+def page_max_age(headers) -> int:
+    """A stage fragment is kept as long as any answer; a whole page briefly (PAGE_MAX_AGE)."""
+    return ANSWER_MAX_AGE if is_fragment_headers(headers) else PAGE_MAX_AGE
 
 
 def parse_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
@@ -74,32 +70,22 @@ def nearest_frame(query: Mapping[str, str], frames: int, default: int = 0) -> in
     return max(0, min(frames - 1, frame))
 
 
+def client_gone(request: Request) -> bool:
+    """Whether the client of ``request`` (a sync handler's, in the thread pool) has left."""
+    return anyio.from_thread.run(request.is_disconnected)
+
+
 def json_error(error: ParamsError) -> Response:
     return Response(orjson.dumps(error.to_dict()), status_code=422, media_type=JSON)
 
 
-class Rendering:
-    """How many page renders are in flight (threads of the pool), for :data:`AHEAD`."""
-
-    def __init__(self):
-        self.count = 0
-        self.lock = threading.Lock()
-
-    def __enter__(self):
-        with self.lock:
-            self.count += 1
-
-    def __exit__(self, *exc):
-        with self.lock:
-            self.count -= 1
-
-
-RENDERING = Rendering()
+def is_fragment_headers(headers) -> bool:
+    return (headers.get("HX-Request") == "true"
+            and headers.get("HX-History-Restore-Request") != "true")
 
 
 def is_fragment(request: Request) -> bool:
-    return (request.headers.get("HX-Request") == "true"
-            and request.headers.get("HX-History-Restore-Request") != "true")
+    return is_fragment_headers(request.headers)
 
 
 def scene_router(scene: Scene) -> APIRouter:
@@ -107,6 +93,20 @@ def scene_router(scene: Scene) -> APIRouter:
     with_frame = {"parameters": query_parameters(scene.params, frame=True) + VIEW_PARAMETERS}
     without_frame = {"parameters": query_parameters(scene.params)}
     errors = problem_response()
+
+    def real_run(request: Request, params) -> dict:
+        return ({"verify_info": request.app.state.runner.info(scene.verify, params)}
+                if scene.verify is not None else {})
+
+    def page_kept(request: Request, params, box, embed: bool, block: str | None) -> str | None:
+        """The rendered page if it is kept (its trace kept, and the page of that frame and
+        box)."""
+        trace = traced.kept(scene.simulate, params)
+        if trace is None:
+            return None
+        frame = nearest_frame(request.query_params, scene.frame_count(trace))
+        return PAGES.get((scene.slug, params, frame, embed, block, box,
+                          repr(real_run(request, params))))
 
     def html(request: Request, embed: bool, block: str | None) -> tuple[str, int]:
         """The page (or its block) and its status. A page is a pure function of its params,
@@ -120,43 +120,48 @@ def scene_router(scene: Scene) -> APIRouter:
         try:
             box = scene_box(scene, query, embed=embed)
             params = parse(scene.params, query)
-            trace = trace_of(scene, params)
-            frame = nearest_frame(query, scene.frame_count(trace))
+            kept = page_kept(request, params, box, embed, block)
+            if kept is not None:
+                return kept, 200
+            # a state not rendered yet: in this process's turn (unless its asker has gone)
+            with TURNS.turn(lambda: client_gone(request)):
+                trace = trace_of(scene, params)
+                frame = nearest_frame(query, scene.frame_count(trace))
+                extra = real_run(request, params)
+                key = (scene.slug, params, frame, embed, block, box, repr(extra))
+                cached = PAGES.get(key)
+                if cached is None:
+                    ctx = {**base, "params": params, "values": params.model_dump(),
+                           "trace": trace, "problems": [], "frame": frame, "box": box, **extra,
+                           **scene.page_context(params, trace, frame, box)}
+                    cached = render(scene.template, block, **ctx)
+                    PAGES.put(key, cached)
         except ParamsError as error:
             values = {**_defaults(scene), **dict(query)}
             ctx = {**base, "params": None, "values": values, "trace": None,
                    "problems": error.problems, "frame": 0, "box": None}
             return render(scene.template, block, **ctx), 422
-        extra = ({"verify_info": request.app.state.runner.info(scene.verify, params)}
-                 if scene.verify is not None else {})
-        key = (scene.slug, params, frame, embed, block, box, repr(extra))
-        cached = PAGES.get(key)
-        if cached is None:
-            ctx = {**base, "params": params, "values": params.model_dump(), "trace": trace,
-                   "problems": [], "frame": frame, "box": box, **extra,
-                   **scene.page_context(params, trace, frame, box)}
-            cached = render(scene.template, block, **ctx)
-            PAGES.put(key, cached)
         return cached, 200
 
     @router.get(f"/{scene.slug}", response_class=HTMLResponse, openapi_extra=with_frame,
                 responses=errors, summary=f"{scene.title}: the page (block \"stage\" alone "
                                           f"with HX-Request)")
+    @pure(vary=VARY, max_age=page_max_age)
     def page(request: Request):
+        # (a state fetched ahead while another render is in flight was answered 204 before
+        # routing: app/routes/ahead.py)
         if (old := moved(request, scene.params)) is not None:
             return old
         fragment = is_fragment(request)
-        ahead = fragment and AHEAD in request.headers
-        headers = {"Vary": VARY}
-        if ahead and RENDERING.count:
-            return Response(status_code=204, headers=headers)
+        ahead = fragment and is_ahead(request.headers)
         start = time.perf_counter()
-        with RENDERING:
-            body, status = html(request, embed=False, block="stage" if fragment else None)
+        try:
+            with RENDERING:
+                body, status = html(request, embed=False, block="stage" if fragment else None)
+        except ClientGone:  # nobody is waiting for this answer any more
+            return Response(status_code=204, headers={"Cache-Control": "no-store"})
         # what the server spent (the bench splits a jump's time with it: bench/jump_split.py)
-        headers["Server-Timing"] = f"render;dur={(time.perf_counter() - start) * 1000:.1f}"
-        if fragment and status == 200:
-            headers["Cache-Control"] = FRAGMENT_CACHE
+        headers = {"Server-Timing": f"render;dur={(time.perf_counter() - start) * 1000:.1f}"}
         if ahead and status == 422:
             headers.update({"X-Stage-Status": "422", "Cache-Control": "no-store"})
             status = 200
@@ -164,14 +169,19 @@ def scene_router(scene: Scene) -> APIRouter:
 
     @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse, openapi_extra=with_frame,
                 responses=errors, summary=f"{scene.title}: the deck and player, frameable")
+    @pure(max_age=PAGE_MAX_AGE)
     def embed(request: Request):
         if (old := moved(request, scene.params)) is not None:
             return old
-        body, status = html(request, embed=True, block=None)
+        try:
+            body, status = html(request, embed=True, block=None)
+        except ClientGone:
+            return Response(status_code=204, headers={"Cache-Control": "no-store"})
         return HTMLResponse(body, status_code=status)
 
     @router.get(f"/api/{scene.slug}", openapi_extra=without_frame, responses=errors,
                 summary=f"{scene.title}: the trace as JSON (DESIGN.md's contract)")
+    @pure()
     async def api(request: Request):
         # async: a cached trace is answered on the event loop without a thread hop; a new one
         # is simulated in the thread pool so a large request never blocks other clients
@@ -187,6 +197,7 @@ def scene_router(scene: Scene) -> APIRouter:
 
     @router.get(f"/svg/{scene.slug}", openapi_extra=with_frame, responses=errors,
                 summary=f"{scene.title}: one step as a standalone SVG file")
+    @pure()
     def svg(request: Request):
         if (old := moved(request, scene.params)) is not None:
             return old
@@ -206,6 +217,7 @@ def scene_router(scene: Scene) -> APIRouter:
     @router.get(f"/{scene.slug}/handout", response_class=HTMLResponse,
                 openapi_extra={"parameters": without_frame["parameters"] + VIEW_PARAMETERS},
                 responses=errors, summary=f"{scene.title}: every step with its caption, to print")
+    @pure(max_age=PAGE_MAX_AGE)
     def handout(request: Request):
         if (old := moved(request, scene.params)) is not None:
             return old

@@ -12,7 +12,7 @@ import email.parser
 import email.policy
 import hashlib
 import json
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 from fastapi import APIRouter, Request
@@ -26,6 +26,9 @@ from app.templating import render
 from app.jobs.runner import ClientBusy, JobRunner, QueueFull
 
 MAX_REPORT_BYTES = 8 * 2**20
+NO_STORE = {"Cache-Control": "no-store"}
+"""Jobs, reports and uploads are never kept by a browser or a proxy (DESIGN.md, HTTP caching):
+POSTs get it from app/http_cache.py, the GETs of a job's status here."""
 
 
 def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
@@ -46,7 +49,17 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
         if why is not None:
             raise ParamsError([Problem(*why)])
         return runner.submit(slug, scene.verify, params, trace_of(scene, params),
-                             client=client_of(request))
+                             client=client_of(request),
+                             query=request.scope.get("query_string", b"").decode("latin-1"))
+
+    def resolve(slug: str, query: str):
+        """A job another worker process admitted, rebuilt from its scene and query string
+        exactly as that process parsed it (app/jobs/runner.py runs it here)."""
+        scene = by_slug[slug]
+        params = parse(scene.params, dict(parse_qsl(query, keep_blank_values=True)))
+        return scene.verify, params, trace_of(scene, params), ()
+
+    runner.resolve = resolve
 
     def api_submit(slug: str, request: Request):
         try:
@@ -79,22 +92,23 @@ def verify_router(scenes: tuple[Scene, ...], runner: JobRunner) -> APIRouter:
     def api_job(job_id: str):
         job = runner.get(job_id)
         if job is None:
-            return _json({"detail": f"no job {job_id!r} (jobs are kept for a while only)"}, 404)
-        return _json(job.to_dict(), 200)
+            return _json({"detail": f"no job {job_id!r} (jobs are kept for a while only)"}, 404,
+                         headers=NO_STORE)
+        return _json(job.to_dict(), 200, headers=NO_STORE)
 
     @router.get("/api/verify/jobs/{job_id}/trace")
     def api_job_trace(job_id: str):
         """The job's measured timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing)."""
         job = runner.get(job_id)
         if job is None:
-            return _json({"detail": f"no job {job_id!r} (jobs are kept for a while only)"}, 404)
+            return _json({"detail": f"no job {job_id!r} (jobs are kept for a while only)"}, 404,
+                         headers=NO_STORE)
         if job.trace is None:
             return _json({"detail": f"job {job_id!r} has no measured timeline "
                                     f"({'not finished yet' if not job.done else 'its scene records none'})"},
                          404)
         return Response(orjson.dumps(job.trace), media_type=JSON, headers={
-            "Content-Disposition": f'attachment; filename="{job.scene}.trace.json"',
-            "Cache-Control": "no-store"})
+            "Content-Disposition": f'attachment; filename="{job.scene}.trace.json"', **NO_STORE})
 
     @router.post("/verify/{slug}", response_class=HTMLResponse, include_in_schema=False)
     def html_submit(slug: str, request: Request):
@@ -280,15 +294,16 @@ def uploaded_file(request: Request, body: bytes) -> bytes:
     raise ReportRefused("no report file was sent (choose the report.json your run wrote)")
 
 
-def _json(body: dict, status: int) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type=JSON)
+def _json(body: dict, status: int, headers: dict | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type=JSON, headers=headers)
 
 
 def _fragment(job) -> HTMLResponse:
-    return HTMLResponse(render("_partials/job.html", job=job))
+    # a job's status changes while it runs: never kept (its polling asks again every 0.7 s)
+    return HTMLResponse(render("_partials/job.html", job=job), headers=NO_STORE)
 
 
 def _fragment_message(text: str, status: int) -> HTMLResponse:
     # 200 so that htmx swaps it in: the message is the answer the user needs to see
     return HTMLResponse(render("_partials/job.html", job=None, message=text), status_code=200,
-                        headers={"X-Status": str(status)})
+                        headers={"X-Status": str(status), **NO_STORE})

@@ -266,11 +266,11 @@
   // A jump (a click along a slider's track, a chip, the first move of a drag) lands on a state
   // no guess reached; rendering it on the spot costs the server 15–200 ms. The states one
   // change away from where the form rests are a small set, so they are fetched, one at a time,
-  // while a person reads (stage.js stops asking the moment they move): first the key slider's
-  // nearest positions, then every other choice of each chip row and list, then one step of
-  // every other slider, then the rest of the key slider's track, nearest first, up to
-  // KEY_POSITIONS positions each way (a track of up to 161 positions is covered whole from its
-  // middle: /precision's gradient scale has 141).
+  // while a person reads (stage.js stops asking the moment they move), as many as its allowance
+  // at rest lets (about 30 states, 300 KB): first the key slider's nearest positions, then
+  // every other choice of each chip row and list and one step of every other slider, in turn,
+  // then the rest of the key slider's track, nearest first, up to KEY_POSITIONS positions each
+  // way. A jump farther along a track is fetched when the pointer rests over it (watchIntent).
   var KEY_POSITIONS = 80;
 
   function keySlider(form) {
@@ -307,45 +307,137 @@
     var key = keySlider(form);
     var track = key ? interleave(aheadUrls(key, 1, KEY_POSITIONS), aheadUrls(key, -1, KEY_POSITIONS)) : [];
     add(track.slice(0, 4));
+    var choices = [], steps = [];
     var inputs = form.querySelectorAll("input, select");
     Array.prototype.forEach.call(inputs, function (el, index) {
       if (el.disabled) return;
       if (el.type === "radio" && !el.checked) {
-        add([changedUrl(form, function (copy) {
+        choices.push(changedUrl(form, function (copy) {
           var radio = copy.querySelectorAll("input, select")[index];
           radio.checked = true;
           return radio;
-        })]);
+        }));
       } else if (el.tagName === "SELECT") {
         Array.prototype.forEach.call(el.options, function (option, k) {
           if (k === el.selectedIndex || option.disabled) return;
-          add([changedUrl(form, function (copy) {
+          choices.push(changedUrl(form, function (copy) {
             var select = copy.querySelectorAll("input, select")[index];
             select.selectedIndex = k;
             return select;
-          })]);
+          }));
         });
       }
     });
     var ranges = form.querySelectorAll('input[type="range"]');
     ranges.forEach(function (slider) {
-      if (slider !== key && !slider.disabled) add(aheadUrls(slider, 1, 1).concat(aheadUrls(slider, -1, 1)));
+      if (slider !== key && !slider.disabled) steps.push.apply(steps, aheadUrls(slider, 1, 1).concat(aheadUrls(slider, -1, 1)));
     });
+    // chips and other sliders' steps taken in turn: fetching stops at its allowance (stage.js),
+    // and a person is as likely to reach for either
+    add(interleave(choices, steps));
     add(track.slice(4));
     copyOf(form);  // the copy back to the live form's state
     return urls;
   }
 
   function fetchAtRest(form) {
-    if (!window.ShardscopeStage) return;
-    var saveData = navigator.connection && navigator.connection.saveData;
-    window.ShardscopeStage.fetchAtRest(saveData ? [] : restUrls(form));
+    if (!window.ShardscopeStage || saveData()) return;
+    window.ShardscopeStage.fetchAtRest(restUrls(form));
+  }
+
+  function saveData() {
+    return !!(navigator.connection && navigator.connection.saveData);
+  }
+
+  // -- the state under the pointer, fetched before the click -------------------------------
+  // A person looks before they click: the pointer comes to rest over the place on a slider's
+  // track (or over a chip) a few hundred milliseconds before the click lands, and a jump fetched
+  // then is, at the click, only a swap. The value a click gives is the one under the pointer:
+  // the browser puts the thumb's centre there, the track less one thumb's width spanning
+  // min … max. Once the pointer has rested DWELL_MS on a value, that state and its two
+  // neighbours (a pixel either way) are fetched, nearest first (stage.js's intent queue, ahead of
+  // the states at rest). A pointer sweeping past fetches nothing.
+  var DWELL_MS = 60, THUMB_PX = 16;
+
+  function valueUnder(slider, clientX) {
+    var box = slider.getBoundingClientRect();
+    var min = parseFloat(slider.min), max = parseFloat(slider.max);
+    var step = parseFloat(slider.step) || 1;
+    if (!(box.width > THUMB_PX) || !(max > min)) return null;
+    var fraction = (clientX - box.left - THUMB_PX / 2) / (box.width - THUMB_PX);
+    fraction = Math.max(0, Math.min(1, fraction));
+    var steps = Math.round(fraction * (max - min) / step);
+    return Math.min(max, min + steps * step);
+  }
+
+  // The state the form asks for with `slider` at `value` (null: the state on screen).
+  function urlAt(slider, value) {
+    var form = slider.form;
+    var index = Array.prototype.indexOf.call(form.querySelectorAll('input[type="range"]'), slider);
+    var copy = copyOf(form);
+    var probe = copy.querySelectorAll('input[type="range"]')[index];
+    probe.value = String(value);
+    if (parseFloat(probe.value) === parseFloat(slider.value)) return null;
+    follow(copy, probe);
+    fixMultiples(copy);
+    return stateUrl(copy);
+  }
+
+  function fetchIntent(urls, renew) {
+    if (window.ShardscopeStage) window.ShardscopeStage.fetchIntent(urls.filter(Boolean), renew);
+  }
+
+  // the radio a pointer over a chip (its label) would choose
+  function chipUnder(target) {
+    var label = target.closest && target.closest("label");
+    var radio = label ? (label.control || label.querySelector('input[type="radio"]'))
+                      : (target.type === "radio" ? target : null);
+    return radio && radio.type === "radio" && !radio.checked && !radio.disabled ? radio : null;
+  }
+
+  function watchIntent(form) {
+    if (saveData()) return;
+    var timer = null, last = null;
+    function later(key, urls) {
+      if (key === last) return;
+      last = key;
+      clearTimeout(timer);
+      timer = setTimeout(function () { fetchIntent(urls()); }, DWELL_MS);
+    }
+    form.addEventListener("pointermove", function (event) {
+      var el = event.target;
+      if (event.buttons) return;  // a drag: it fetches its own guesses
+      if (el.type === "range") {
+        var v = valueUnder(el, event.clientX);
+        if (v === null) return;
+        var step = parseFloat(el.step) || 1;
+        later(el.name + "|" + el.dataset.target + "|" + el.dataset.log2For + "=" + v, function () {
+          return [v, v + step, v - step].filter(function (x) {
+            return x >= parseFloat(el.min) && x <= parseFloat(el.max);
+          }).map(function (x) { return urlAt(el, x); });
+        });
+        return;
+      }
+      var radio = chipUnder(el);
+      if (radio) {
+        var inputs = Array.prototype.slice.call(form.querySelectorAll("input, select"));
+        var index = inputs.indexOf(radio);
+        later("radio " + index, function () {
+          return [changedUrl(form, function (copy) {
+            var chosen = copy.querySelectorAll("input, select")[index];
+            chosen.checked = true;
+            return chosen;
+          })];
+        });
+      }
+    });
+    form.addEventListener("pointerleave", function () { clearTimeout(timer); last = null; });
   }
 
   var PLAN_AFTER_MS = 300;  // the states one change away are worked out once a move has rested
 
   function watchSliders(form) {
-    if (navigator.connection && navigator.connection.saveData) return;
+    if (saveData()) return;
     var pace = 1, last = {}, moved = null;
     form.addEventListener("input", function (event) {
       var el = event.target;
@@ -380,11 +472,25 @@
     // (capture: before htmx's own listener, which may answer the move from memory at once)
     form.addEventListener("input", function () { clearTimeout(planning); }, true);
     planAtRest();
-    // a slider taken hold of, before it moves
+    // a slider taken hold of, before it moves: its neighbours, and the allowance at rest
+    // renewed (intent); a list focused: each of its other choices
     ["pointerdown", "focusin"].forEach(function (type) {
       form.addEventListener(type, function (event) {
         var el = event.target;
-        if (el.type === "range") fetchAhead(aheadUrls(el, 1, 1).concat(aheadUrls(el, -1, 1)));
+        if (el.type === "range") {
+          if (window.ShardscopeStage) window.ShardscopeStage.renewRest();
+          fetchAhead(aheadUrls(el, 1, 1).concat(aheadUrls(el, -1, 1)));
+        } else if (el.tagName === "SELECT" && type === "focusin") {
+          var index = Array.prototype.indexOf.call(form.querySelectorAll("input, select"), el);
+          fetchIntent(Array.prototype.map.call(el.options, function (option, k) {
+            if (k === el.selectedIndex || option.disabled) return null;
+            return changedUrl(form, function (copy) {
+              var select = copy.querySelectorAll("input, select")[index];
+              select.selectedIndex = k;
+              return select;
+            });
+          }), true);
+        }
       });
     });
   }
@@ -425,6 +531,7 @@
     }, true);
     fixMultiples(form);
     watchSliders(form);
+    watchIntent(form);
   }
 
   function init(scope) {

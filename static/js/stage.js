@@ -198,14 +198,46 @@
     requestAnimationFrame(function () { setTimeout(then, 0); });
   }
 
-  // Two queues, fetched one request at a time so that a person's own move is answered first:
-  // the guesses of a drag (`ahead`, replaced by each move) and, behind them, the states one change
-  // away (`restful`), fetched only while the page rests (RESTING_MS without a move and no move
-  // of the person's own in flight). Each carries X-Fetch-Ahead: the server then answers a
-  // rejected state with 200 (its X-Stage-Status says 422, so the browser logs no failed load),
-  // and 204 when it is busy rendering someone's move (the state is asked again later).
-  var RESTING_MS = 400, RETRY_MS = 150;
-  var ahead = [], restful = [], fetching = null, lastMove = 0, asking = 0, askedAt = 0;
+  // Three queues, fetched one request at a time so that a person's own move is answered first:
+  // the guesses of a drag (`ahead`, replaced by each move), the states under the pointer
+  // (`intent`: where a click on a slider's track or a chip would land, replaced as the pointer
+  // moves) and, behind them, the states one change away (`restful`), fetched only while the page
+  // rests (RESTING_MS without a move and no move of the person's own in flight). Each carries
+  // X-Fetch-Ahead (its tier): the server then answers a rejected state with 200 (its
+  // X-Stage-Status says 422, so the browser logs no failed load), and 204 when it is busy
+  // rendering someone's move; a state at rest is asked again later, each time after twice as
+  // long (up to RETRY_MAX_MS), so that a busy server is not asked over and over.
+  var RESTING_MS = 400, RETRY_MS = 150, RETRY_MAX_MS = 5000;
+  var ahead = [], intent = [], restful = [], fetching = null, lastMove = 0, asking = 0,
+      askedAt = 0, retryMs = RETRY_MS;
+
+  // What fetching at rest may cost (DESIGN.md's budget: a page at rest fetches at most ~300 KB
+  // on the wire and ~30 states; more only on intent). The allowance is spent by the states
+  // fetched at rest and renewed by a sign of intent: a move of the person's own, a control
+  // taken hold of (renewRest). A class of a hundred on one Wi-Fi then pulls 30 MB, not 400.
+  // Under Save-Data (navigator.connection.saveData) nothing is fetched ahead at all.
+  var REST_STATES = 30, REST_BYTES = 300e3;
+  var SAVE_DATA = !!(navigator.connection && navigator.connection.saveData);
+  var spent = {states: 0, bytes: 0};
+
+  function renewRest() { spent = {states: 0, bytes: 0}; }
+
+  // whether another state at rest stays within the allowance (a state costs about the mean)
+  function restAllowed() {
+    if (spent.states >= REST_STATES) return false;
+    var mean = spent.states ? spent.bytes / spent.states : 0;
+    return spent.bytes + mean <= REST_BYTES;
+  }
+
+  // the bytes an answer took on the wire: its (compressed) Content-Length, else the browser's
+  // Resource Timing entry, else its text
+  function wireBytes(response, url, html) {
+    var length = parseInt(response.headers.get("Content-Length") || "", 10);
+    if (length > 0) return length;
+    var entries = performance.getEntriesByName ? performance.getEntriesByName(new URL(url, location.href).href) : [];
+    var last = entries.length && entries[entries.length - 1];
+    return last && last.transferSize ? last.transferSize : html.length;
+  }
 
   function wanted(url) {
     return url && !kept.has(url) && !(fetching && fetching.url === url);
@@ -216,22 +248,34 @@
   // sliders that depend on it (tp must divide ffn: ffn 32 at tp 8 becomes 28 at tp 7, not the
   // 30 the way up passed), the way back is a state not seen, fetched after the guesses.
   function fetchAhead(urls, back) {
+    if (SAVE_DATA) return;
     var expected = urls.concat(back || []);
     ahead = expected.filter(wanted);
     expectTrees(expected);
     next();
   }
 
+  // The states where the pointer says a click will land (controls.js), nearest first; `renew`:
+  // a control was taken hold of (focus, a press), which renews the allowance at rest too.
+  function fetchIntent(urls, renew) {
+    if (SAVE_DATA) return;
+    if (renew) renewRest();
+    intent = urls.filter(wanted);
+    expectTrees(urls.concat(wantTrees.filter(function (u) { return urls.indexOf(u) < 0; })));
+    next();
+  }
+
   // controls.js says when it will work out the states one change away (a move has just been
   // answered), and hands them over when it has
   var planned = false;
-  function willPlan() { planned = true; }
+  function willPlan() { planned = !SAVE_DATA; }
 
   // What the page holds and the new plan does not need makes room first, oldest first (the
   // state on screen stays): fetching at rest stops at REST_CHARS and so never pushes out a
   // state it fetched for this plan.
   function fetchAtRest(urls) {
     planned = false;
+    if (SAVE_DATA) return;
     var plan = new Set(urls);
     var room = REST_CHARS / 2;
     for (var entry of Array.from(kept.entries())) {
@@ -250,21 +294,30 @@
     return (!asking || now - askedAt > 10000) && now - lastMove >= RESTING_MS;
   }
 
+  function take(queue) {
+    while (queue.length) {
+      var url = queue.shift();
+      if (wanted(url)) return url;
+    }
+    return null;
+  }
+
   var wake = null;
   function next() {
     if (fetching) return;
-    var url = null, tier = "guess";
-    while (ahead.length && !url) url = wanted(ahead[0]) ? ahead.shift() : (ahead.shift(), null);
+    var tier = "guess", url = take(ahead);
+    if (!url && intent.length) { tier = "intent"; url = take(intent); }
     if (!url && restful.length) {
       if (!atRest()) {  // look again once the page rests
         clearTimeout(wake);
         wake = setTimeout(next, Math.max(RETRY_MS, RESTING_MS - (performance.now() - lastMove)));
         return;
       }
-      // fetching at rest never pushes out what the page holds: it stops at REST_CHARS
-      if (keptChars > REST_CHARS) { restful = []; return; }
-      while (restful.length && !url) url = wanted(restful[0]) ? restful.shift() : (restful.shift(), null);
+      // fetching at rest never pushes out what the page holds (it stops at REST_CHARS), nor
+      // goes past its allowance
+      if (keptChars > REST_CHARS || !restAllowed()) { restful = []; return; }
       tier = "rest";
+      url = take(restful);
     }
     if (!url) return;
     var retry = false;
@@ -272,15 +325,26 @@
                            credentials: "same-origin", priority: "low"})
       .then(function (response) {
         if (response.status === 204) { retry = tier === "rest"; return null; }
+        retryMs = RETRY_MS;
         if (response.status !== 200) return null;
         var status = parseInt(response.headers.get("X-Stage-Status") || "200", 10);
-        return response.text().then(function (html) { keep(url, html, status); });
+        return response.text().then(function (html) {
+          if (tier === "rest") {
+            spent.states++;
+            spent.bytes += wireBytes(response, url, html);
+          }
+          keep(url, html, status);
+        });
       })
       .catch(function () {})
       .then(function () {
         fetching = null;
-        if (retry) { restful.unshift(url); clearTimeout(wake); wake = setTimeout(next, RETRY_MS); }
-        else next();
+        if (retry) {
+          restful.unshift(url);
+          clearTimeout(wake);
+          wake = setTimeout(next, retryMs);
+          retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
+        } else next();
       });
     fetching = {url: url, done: done};
   }
@@ -288,7 +352,7 @@
   // Whether every state asked for at rest has been fetched (the bench waits on it, as a person
   // reading the page would, before it moves a slider).
   function settled() {
-    return !planned && !fetching && !ahead.length && !restful.length;
+    return !planned && !fetching && !ahead.length && !intent.length && !restful.length;
   }
 
   function isStageGet(detail) {
@@ -332,6 +396,7 @@
 
   function countMove() {
     lastMove = performance.now();
+    renewRest();  // a move of the person's own: intent
     return ++moves;
   }
 
@@ -490,7 +555,8 @@
   document.addEventListener("DOMContentLoaded", watchPanels);
 
   window.ShardscopeStage = {fetchAhead: fetchAhead, fetchAtRest: fetchAtRest, willPlan: willPlan,
-                            settled: settled,
+                            fetchIntent: fetchIntent, renewRest: renewRest, settled: settled,
+                            spentAtRest: function () { return {states: spent.states, bytes: spent.bytes}; },
                             readyUrls: function () { return Array.from(trees.keys()); },
                             keptUrls: function () { return Array.from(kept.keys()); },
                             keptCount: function () { return kept.size; }};

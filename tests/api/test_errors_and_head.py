@@ -30,7 +30,16 @@ def security_headers(response, framable: bool):
     assert response.headers.get("x-frame-options") == (None if framable else "DENY")
 
 
+def uncached():
+    """Nothing kept (another test may have rendered the state, and app/http_cache.py keeps
+    what was sent): the request below renders, and fails."""
+    from app.caches import LAYERS
+    for layer in LAYERS:
+        layer.clear()
+
+
 def test_a_failing_page_is_a_plain_500_with_the_headers(client, monkeypatch):
+    uncached()
     monkeypatch.setattr(memory_svg, "render", explode)
     response = client.get("/memory?dp=3")
     assert response.status_code == 500
@@ -40,6 +49,7 @@ def test_a_failing_page_is_a_plain_500_with_the_headers(client, monkeypatch):
 
 
 def test_a_failing_embed_keeps_its_frame_policy(client, monkeypatch):
+    uncached()
     monkeypatch.setattr(memory_svg, "render", explode)
     response = client.get("/embed/memory?dp=5")
     assert response.status_code == 500

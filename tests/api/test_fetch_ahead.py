@@ -49,3 +49,18 @@ def test_every_page_render_says_what_it_cost_the_server(client):
     for url, headers in (("/zero?dp=6", HX), ("/zero?dp=6", {}), ("/zero?dp=999", HX)):
         timing = client.get(url, headers=headers).headers["server-timing"]
         assert re.fullmatch(r"render;dur=\d+\.\d", timing), timing
+
+
+def test_a_browsers_own_prefetch_waits_too_and_nothing_waits_in_the_thread_pool(client):
+    # Sec-Purpose: prefetch (a browser's speculative fetch) is treated as X-Fetch-Ahead; the
+    # 204 is sent before routing (app/routes/ahead.py), so it is never kept and costs no thread.
+    # An answer already sent once goes out again even then: it costs no render (app/http_cache.py)
+    kept = client.get("/collective?world=12", headers=HX)
+    with RENDERING:
+        busy = client.get("/collective?world=11", headers={"Sec-Purpose": "prefetch"})
+        intent = client.get("/collective?world=11", headers={**HX, "X-Fetch-Ahead": "intent"})
+        again = client.get("/collective?world=12", headers={**HX, "X-Fetch-Ahead": "intent"})
+    assert busy.status_code == 204 and busy.headers["cache-control"] == "no-store"
+    assert intent.status_code == 204 and "etag" not in intent.headers
+    assert again.status_code == 200 and again.content == kept.content
+    assert client.get("/collective?world=11", headers={"Sec-Purpose": "prefetch"}).status_code == 200

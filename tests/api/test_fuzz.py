@@ -49,7 +49,7 @@ class NoJobs(JobRunner):
     """A runner that accepts jobs without starting them: the worker's command line and world
     are still computed, as the real runner does before it starts torchrun."""
 
-    def submit(self, scene, check, params, trace, extra_args=(), client=""):
+    def submit(self, scene, check, params, trace, extra_args=(), client="", query=None):
         check.args(params)
         return Job("fuzz", scene, check.world(params), self.backend)
 

@@ -160,9 +160,9 @@ def test_heaviest_states_stay_within_budget(client, query):
 
 @pytest.mark.parametrize("skew", ["1.5", "0.5", "2"])
 def test_no_logit_reads_minus_zero(client, skew):
-    # a logit that rounds to zero is written "0.0" (app/draw/fmt.py fixed), never "−0.0"
+    # a logit that rounds to zero is written "0.0" (app/humanize.py fixed), never "−0.0"
     import re
-    from app.draw.fmt import fixed
+    from app.humanize import fixed
     assert fixed(-0.04, 1) == "0.0" and fixed(-0.05001, 1) == "−0.1" and fixed(0.04, 1) == "0.0"
     page = client.get(f"/moe?skew={skew}", headers={"HX-Request": "true"}).text
     assert not re.search(r">[−-]0\.0<", page)

@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.helpers import caption, press
+
 pytestmark = pytest.mark.browser
 
 
@@ -23,10 +25,8 @@ def test_slider_recompute_and_keyboard(page):
     expect(page.locator("#f-recompute_layers")).to_be_hidden()
     expect(page.locator(".deck text", has_text="selective this run")).to_be_visible()
 
-    page.locator(".deck-frame").click()
-    for _ in range(3):
-        page.keyboard.press("ArrowRight")
+    press(page, "ArrowRight", "ArrowRight", "ArrowRight", focus=".deck-frame")
     expect(page.locator("[data-k]")).to_have_text("3")
     expect(page).to_have_url(re.compile(r"frame=3"))
-    expect(page.locator("[data-captions] li:not([hidden])")).to_contain_text("Forward, layer 3")
+    expect(caption(page)).to_contain_text("Forward, layer 3")
     expect(page.locator(".deck-frame .frame.current .step-header")).to_contain_text("Forward")

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.main import SCENES
+from tests.browser.helpers import frame_shown, open_page, position
 
 SLUGS = [s.slug for s in SCENES]
 KEY_SLIDER = {s.slug: s.key_slider for s in SCENES}
@@ -30,16 +31,6 @@ def fits(b, what=("deck", "caption", "bar")):
         assert box["h"] > 0, f"{name} not shown"
         assert box["top"] >= -1 and box["bottom"] <= b["vh"] + 1, (name, box, b["vh"])
         assert box["left"] >= -1 and box["right"] <= b["vw"] + 1, (name, box, b["vw"])
-
-
-def open_page(page, path, width, height):
-    page.set_viewport_size({"width": width, "height": height})
-    page.goto(page.base + path)
-    page.wait_for_load_state("load")
-
-
-def position(page) -> int:
-    return int(page.inner_text("[data-player-bar] [data-k]"))
 
 
 def test_home_links_every_scene(page):
@@ -87,7 +78,7 @@ def test_presentation_keys(page):
     page.keyboard.press("ArrowRight")
     page.keyboard.press("PageDown")
     page.keyboard.press("PageUp")
-    assert position(page) == 2
+    assert frame_shown(page) == 2
     page.keyboard.press("b")
     assert page.is_visible(".blank-screen")
     page.keyboard.press("b")
@@ -113,10 +104,10 @@ def test_chip_and_select_do_not_swallow_arrows(page):
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
     assert page.eval_on_selector("input[name=schedule]:checked", "el => el.value") == before
-    assert position(page) == 2
+    assert frame_shown(page) == 2
     page.focus("[data-speed]")
     page.keyboard.press("ArrowLeft")
-    assert position(page) == 1 and page.input_value("[data-speed]") == "1"
+    assert frame_shown(page) == 1 and page.input_value("[data-speed]") == "1"
     page.keyboard.press("?")
     assert page.is_visible(".key-help") and "presentation mode" in page.inner_text(".key-help")
     page.keyboard.press("Escape")
@@ -132,7 +123,7 @@ def test_a_slider_let_go_of_gives_the_arrows_to_the_player(page):
     world = slider.input_value()
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
-    assert slider.input_value() == world and position(page) == 2   # stepped, not moved
+    assert slider.input_value() == world and frame_shown(page) == 2   # stepped, not moved
     # reached with Tab it keeps its arrows; PageDown, a clicker's key, still steps
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Tab")
@@ -141,7 +132,7 @@ def test_a_slider_let_go_of_gives_the_arrows_to_the_player(page):
     expect(slider).to_have_value(str(int(world) + 1))
     expect(page).to_have_url(re.compile(rf"world={int(world) + 1}&"))
     page.keyboard.press("PageDown")
-    assert position(page) == 1                     # the new stage starts at step 0
+    assert frame_shown(page) == 1                     # the new stage starts at step 0
 
 
 def test_text_fields_keep_their_keys(page):
@@ -151,7 +142,7 @@ def test_text_fields_keep_their_keys(page):
         pytest.skip("no number field on this scene")
     number.focus()
     page.keyboard.press("ArrowRight")
-    assert position(page) == 0
+    assert frame_shown(page) == 0
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -179,9 +170,9 @@ def test_embed_options(page):
     page.click("[data-embed-dialog] button[value=close]")
     open_page(page, "/embed/pipeline?start=2&end=5&controls=0&caption=0", 960, 540)
     assert not page.is_visible("[data-player-bar]") and not page.is_visible("[data-captions]")
-    assert position(page) == 2
+    assert frame_shown(page) == 2
     page.keyboard.press("End")
-    assert position(page) == 5
+    assert frame_shown(page) == 5
     open_page(page, "/embed/pipeline?large=1", 960, 540)
     b = page.evaluate(BOXES)
     fits(b)
@@ -197,8 +188,8 @@ def test_course_walk_and_nearest_step(page, slug):
     assert (prev.get_attribute("href") if prev else None) == ("/" + SLUGS[i - 1] if i else None)
     assert (nxt.get_attribute("href") if nxt else None) == ("/" + SLUGS[i + 1] if i + 1 < len(SLUGS) else None)
     last = int(page.get_attribute("[data-player]", "data-frames")) - 1
-    assert position(page) == last
-    assert re.fullmatch(rf"step {last} of {last}( · .+)?", page.inner_text("[data-player-bar] [data-position]").strip())
+    assert frame_shown(page) == last
+    assert re.fullmatch(rf"step {last} of {last}( · .+)?", position(page).strip())
 
 
 PHONE = {"width": 390, "height": 844}
@@ -276,5 +267,5 @@ def test_position_names_the_unit(page, slug):
     last = int(page.get_attribute("[data-player]", "data-frames")) - 1
     for k in sorted({1, last // 2, last}):
         page.evaluate(f"document.querySelector('#stage [data-player]').__player.show({k}, false)")
-        text = page.inner_text("[data-player-bar] [data-position]").strip()
+        text = position(page).strip()
         assert re.fullmatch(rf"step {k} of {last} · ({UNITS.get(slug, '.+')})", text), (slug, k, text)

@@ -9,31 +9,26 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import UNPROCESSABLE, drag
+from tests.browser.helpers import (caption, embedded, from_the_course, position, press,
+                                   shows_problem, slide)
 
 pytestmark = pytest.mark.browser
 
 
-def set_slider(page, name: str, value: int) -> None:
-    drag(page, f'input[name="{name}"]', str(value))
-
-
 def test_from_the_course_to_the_chapter(page):
-    page.goto(page.base + "/")
-    page.get_by_role("link", name="Collective communication").first.click()
-    page.wait_for_url("**/collective")
+    from_the_course(page, "Collective communication", "collective")
     assert page.locator("svg.deck").is_visible()
-    assert page.locator("[data-position]").inner_text() == "step 0 of 6 · before the collective"
+    assert position(page) == "step 0 of 6 · before the collective"
 
 
 def test_moving_a_slider_repaints_the_stage_and_the_url(page):
     page.goto(page.base + "/collective")
     before = page.locator("svg.deck").get_attribute("aria-label")
-    set_slider(page, "world", 6)
+    slide(page, "world", 6)
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("6 ranks"))
     assert page.locator("svg.deck").get_attribute("aria-label") != before
     expect(page).to_have_url(re.compile("world=6"))
-    assert page.locator("[data-position]").inner_text() == "step 0 of 10 · before the collective"
+    assert position(page) == "step 0 of 10 · before the collective"
     # the op switch: reduce_scatter needs a multiple of 6 elements; the slider keeps it valid
     page.locator("label", has_text="ReduceScatter").click()
     expect(page.locator("svg.deck")).to_have_attribute("aria-label",
@@ -45,50 +40,40 @@ def test_moving_a_slider_repaints_the_stage_and_the_url(page):
 
 def test_keyboard_steps_and_plays(page):
     page.goto(page.base + "/collective?world=4&count=8")
-    caption = page.locator("[data-captions] > li:not([hidden])")
-    assert caption.inner_text().startswith("Before")
-    page.locator("body").click(position={"x": 5, "y": 5})
-    page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 1 of 6 · reduce-scatter, round 1 of 3"
-    assert caption.inner_text().startswith("Step 1 of 6")
+    assert caption(page).inner_text().startswith("Before")
+    press(page, "ArrowRight")
+    assert position(page) == "step 1 of 6 · reduce-scatter, round 1 of 3"
+    assert caption(page).inner_text().startswith("Step 1 of 6")
     expect(page).to_have_url(re.compile("frame=1"))
-    page.keyboard.press("End")
-    assert page.locator("[data-position]").inner_text() == "step 6 of 6 · all-gather, round 3 of 3"
-    assert "Done" in caption.inner_text()
-    page.keyboard.press("ArrowLeft")
-    assert page.locator("[data-position]").inner_text() == "step 5 of 6 · all-gather, round 2 of 3"
-    page.keyboard.press("Home")
-    page.keyboard.press(" ")
+    press(page, "End", focus=None)
+    assert position(page) == "step 6 of 6 · all-gather, round 3 of 3"
+    assert "Done" in caption(page).inner_text()
+    press(page, "ArrowLeft", focus=None)
+    assert position(page) == "step 5 of 6 · all-gather, round 2 of 3"
+    press(page, "Home", " ", focus=None)
     expect(page.locator("[data-k]")).to_have_text("2", timeout=10000)
-    page.keyboard.press(" ")
+    press(page, " ", focus=None)
     assert not page.locator(".player.playing").count()
 
 
 def test_the_url_opens_that_very_step(page):
     page.goto(page.base + "/collective?world=5&count=10&op=all_gather&frame=3")
-    assert page.locator("[data-position]").inner_text() == "step 3 of 4 · all-gather, round 3 of 4"
+    assert position(page) == "step 3 of 4 · all-gather, round 3 of 4"
     assert page.locator('svg.deck g.frame[data-frame="4"]').count() == 0  # not drawn yet
-    page.keyboard.press("ArrowRight")
+    press(page, "ArrowRight", focus=None)
     assert page.locator('svg.deck g.frame[data-frame="4"].current').count() == 1
 
 
 def test_embed_opens_inside_an_iframe(page):
-    page.goto(page.base + "/collective?world=4&count=8")
-    page.get_by_role("button", name="Embed").click()
-    snippet = page.locator("[data-embed-code]").input_value()
+    snippet, frame = embedded(page, "/collective?world=4&count=8")
     assert snippet.startswith("<iframe") and "/embed/collective?" in snippet
-    page.get_by_role("button", name="Close").click()
-    page.set_content(f"<html><body>{snippet}</body></html>")
-    frame = page.frame_locator("iframe")
-    frame.locator("svg.deck").wait_for()
     assert frame.locator("[data-player]").count() == 1
     assert frame.locator("#controls").count() == 0
 
 
 def test_download_svg_of_the_current_step(page):
     page.goto(page.base + "/collective?world=4&count=8")
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
+    press(page, "ArrowRight", "ArrowRight", focus=None)
     with page.expect_download() as info:
         page.get_by_role("link", name="Download SVG").click()
     path = info.value.path()
@@ -107,13 +92,10 @@ def test_real_run_button_shows_a_pass(page):
 
 def test_bad_parameters_show_inline_and_recover(page):
     page.goto(page.base + "/collective?algorithm=halving_doubling&world=8&count=8")
-    set_slider(page, "world", 6)
-    page.locator(".problems").wait_for()
-    assert "power-of-two" in page.locator(".problems").inner_text()
-    assert page.locator('[data-field="world"].invalid').count() == 1
-    set_slider(page, "world", 4)
+    slide(page, "world", 6)
+    shows_problem(page, "power-of-two", "world")
+    slide(page, "world", 4)
     page.locator("svg.deck").wait_for()
-    page.expect_console_error(UNPROCESSABLE)
 
 
 def test_theme_toggle(page):
@@ -132,6 +114,5 @@ def test_the_stage_shows_without_javascript(browser, live_server):
     page = context.new_page()
     page.goto(live_server + "/collective?world=4&count=8&frame=2")
     assert page.locator("svg.deck").is_visible()
-    assert page.locator("[data-captions] > li:not([hidden])").inner_text().startswith(
-        "Step 2 of 6")
+    assert caption(page).inner_text().startswith("Step 2 of 6")
     context.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.helpers import drag
+from tests.browser.helpers import caption, drag, press
 
 pytestmark = pytest.mark.browser
 
@@ -22,9 +22,8 @@ def test_bucket_slider_mode_switch_and_keys(page):
     page.wait_for_function("document.querySelector('svg.deck .title').textContent.includes('FSDP')")
     assert page.locator("[data-field=prefetch]").is_visible()
     assert not page.locator("[data-field=bucket_mb]").is_visible()
-    page.locator("svg.deck").click()
-    page.keyboard.press("End")
+    press(page, "End", focus="svg.deck")
     page.wait_for_url("**frame=**")
-    assert "hidden" in page.locator("[data-captions] li:not([hidden])").inner_text()
-    page.keyboard.press("Home")
+    assert "hidden" in caption(page).inner_text()
+    press(page, "Home", focus=None)
     assert page.locator("svg.deck g.frame.current").get_attribute("data-frame") == "0"

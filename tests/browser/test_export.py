@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ARTIFACTS
+from tests.browser.helpers import caption, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -36,24 +36,22 @@ def test_offline_html_plays_without_network(browser, client, tmp_path):
             else requested.append(req.url))
     try:
         page.goto(path.as_uri())
-        caption = page.locator("[data-captions] > li:not([hidden])")
-        assert caption.inner_text().strip() == captions[1].strip()
+        assert caption(page).inner_text().strip() == captions[1].strip()
         current = page.locator("svg.deck g.frame.current")
         assert current.first.get_attribute("data-frame") == "1"
         page.click('[data-act="next"]')
         page.wait_for_function("document.querySelector('svg.deck g.frame.current')"
                                ".dataset.frame === '2'")
-        assert caption.inner_text().strip() == captions[2].strip()
+        assert caption(page).inner_text().strip() == captions[2].strip()
         page.click('[data-act="last"]')
         page.wait_for_function(f"document.querySelector('svg.deck g.frame.current')"
                                f".dataset.frame === '{len(captions) - 1}'")
-        assert caption.inner_text().strip() == captions[-1].strip()
+        assert caption(page).inner_text().strip() == captions[-1].strip()
         # the styles are inlined: the deck is laid out, not an unstyled page
         box = page.locator("svg.deck").first.bounding_box()
         assert box["width"] > 400 and box["height"] > 200
     except Exception:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "offline_html.png"), full_page=True)
+        screenshot(page, "offline_html")
         raise
     finally:
         page.screenshot(path=str(tmp_path / "shot.png"))

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser.helpers import UNPROCESSABLE
+from tests.browser.helpers import UNPROCESSABLE, caption, press
 
 pytestmark = pytest.mark.browser
 
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.browser
 def test_slider_keyboard_and_preset(page):
     page.goto(page.base + "/memory")
     stage = page.locator("#stage")
-    caption = page.locator("[data-captions] > li:not([hidden])")
-    assert "does not fit" in caption.inner_text() or "Ψ =" in caption.inner_text()
+    shown = caption(page)
+    assert "does not fit" in shown.inner_text() or "Ψ =" in shown.inner_text()
 
     # the key slider: micro-batch 1 → 2 re-renders the stage and the address bar
     before = page.locator(".memory-deck").first.inner_html()
@@ -29,19 +29,18 @@ def test_slider_keyboard_and_preset(page):
     assert stage.locator(".memory-deck").count() == 1
 
     # keyboard stepping: Home shows the parameters, → adds the gradients
-    page.locator(".deck-frame").click()
-    page.keyboard.press("Home")
-    assert "parameters" in caption.inner_text()
-    page.keyboard.press("ArrowRight")
-    assert "gradient" in caption.inner_text()
+    press(page, "Home", focus=".deck-frame")
+    assert "parameters" in shown.inner_text()
+    press(page, "ArrowRight", focus=None)
+    assert "gradient" in shown.inner_text()
     assert page.locator('g.frame[data-frame="1"]').get_attribute("class") == "frame current"
     # a later layer is not shown: it waits in the deck's template, or hidden once loaded
     assert page.locator('svg.deck g.frame[data-frame="2"]:not([display="none"])').count() == 0
     assert "frame=1" in page.url
-    page.keyboard.press("ArrowRight")
+    press(page, "ArrowRight", focus=None)
     assert page.locator('svg.deck g.frame[data-frame="2"]').get_attribute("class") \
         == "frame current"
-    page.keyboard.press("ArrowLeft")
+    press(page, "ArrowLeft", focus=None)
 
     # a preset empties the shape fields and shows its own values as placeholders
     page.locator("#f-preset").select_option("gpt2")

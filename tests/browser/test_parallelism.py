@@ -9,18 +9,17 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import UNPROCESSABLE, drag
+from tests.browser.helpers import (caption, drag, embedded, from_the_course, position, press,
+                                   shows_problem)
 
 pytestmark = pytest.mark.browser
 
 
 def test_from_the_course_to_the_scene(page):
-    page.goto(page.base + "/")
-    page.get_by_role("link", name="The five parallelisms and the 5D rank layout",
-                     exact=True).first.click()
-    page.wait_for_url("**/parallelism")
+    from_the_course(page, "The five parallelisms and the 5D rank layout", "parallelism",
+                    exact=True)
     assert page.locator("svg.deck").is_visible()
-    assert page.locator("[data-position]").inner_text() == "step 0 of 12 · the mesh"
+    assert position(page) == "step 0 of 12 · the mesh"
 
 
 def test_a_slider_repaints_the_stage_and_the_url(page):
@@ -34,16 +33,14 @@ def test_a_slider_repaints_the_stage_and_the_url(page):
 
 def test_keys_step_the_player_and_the_caption(page):
     page.goto(page.base + "/parallelism")
-    caption = page.locator("[data-captions] > li:not([hidden])")
-    assert caption.inner_text().startswith("8 ranks = tp 2")
-    page.locator("body").click(position={"x": 5, "y": 5})
-    page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 1 of 12 · tp groups"
-    assert "tensor-parallel groups of 2" in caption.inner_text()
+    assert caption(page).inner_text().startswith("8 ranks = tp 2")
+    press(page, "ArrowRight")
+    assert position(page) == "step 1 of 12 · tp groups"
+    assert "tensor-parallel groups of 2" in caption(page).inner_text()
     expect(page).to_have_url(re.compile("frame=1"))
     assert page.locator('svg.deck g.frame.current[data-axis="tp"]').is_visible()
-    page.keyboard.press("End")
-    assert caption.inner_text().startswith("Launch: torchrun")
+    press(page, "End", focus=None)
+    assert caption(page).inner_text().startswith("Launch: torchrun")
 
 
 def test_hovering_a_rank_lights_up_its_groups(page):
@@ -76,22 +73,14 @@ def test_bad_order_shows_inline_and_recovers(page):
     page.goto(page.base + "/parallelism")
     field = page.locator('input[name="order"]')
     field.fill("tp-tp-ep-dp-pp")
-    page.locator(".problems").wait_for()
-    assert "repeats tp" in page.locator(".problems").inner_text()
+    shows_problem(page, "repeats tp")
     field.fill("tp-cp-ep-dp-pp")
     page.locator("svg.deck").wait_for()
-    page.expect_console_error(UNPROCESSABLE)
 
 
 def test_embed_plays_inside_an_iframe(page):
-    page.goto(page.base + "/parallelism")
-    page.get_by_role("button", name="Embed").click()
-    snippet = page.locator("[data-embed-code]").input_value()
+    snippet, frame = embedded(page, "/parallelism")
     assert "/embed/parallelism" in snippet
-    page.get_by_role("button", name="Close").click()
-    page.set_content(f"<html><body>{snippet}</body></html>")
-    frame = page.frame_locator("iframe")
-    frame.locator("svg.deck").wait_for()
     frame.locator("[data-act=next]").click()
     expect(frame.locator("[data-position]")).to_have_text("step 1 of 12 · tp groups")
     assert frame.locator("#controls").count() == 0

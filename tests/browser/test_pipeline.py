@@ -9,13 +9,9 @@ import pytest
 
 from playwright.sync_api import expect
 
-from tests.browser.helpers import UNPROCESSABLE
+from tests.browser.helpers import caption, drag_to_value, press, shows_problem
 
 pytestmark = pytest.mark.browser
-
-
-def caption(page):
-    return page.locator("[data-captions] li:not([hidden])")
 
 
 def test_sliders_keys_and_hover(page):
@@ -24,25 +20,20 @@ def test_sliders_keys_and_hover(page):
     expect(caption(page)).to_have_text(re.compile(r"^Before: 1F1B on 4 ranks"))
 
     # the keyboard steps the time cursor; the caption and the address follow
-    page.locator("svg.pipeline-deck").click(position={"x": 5, "y": 5})
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
+    press(page, "ArrowRight", "ArrowRight", focus="svg.pipeline-deck")
     expect(caption(page)).to_have_text(re.compile(r"^t = 1: rank 0 runs 0F1"))
     expect(page).to_have_url(re.compile(r"frame=2"))
-    page.keyboard.press("End")
+    press(page, "End", focus=None)
     expect(caption(page)).to_have_text(re.compile(r"^Done at t = 33"))
 
     # the micro-batch slider picks from its list: 8 → 16 redraws the stage and the address
-    slider = page.locator("#f-microbatches")
     with page.expect_response(re.compile(r"/pipeline\?.*microbatches=16")):
-        slider.evaluate("(el) => { el.value = String(el.dataset.values.split(' ').indexOf('16'));"
-                        " el.dispatchEvent(new Event('input', {bubbles: true})); }")
+        drag_to_value(page, "#f-microbatches", 16)
     expect(page.locator("svg.pipeline-deck .title")).to_have_text(re.compile("16 micro-batches"))
     expect(page).to_have_url(re.compile(r"microbatches=16"))
 
     # hovering a pass draws arrows to what it waits for and to what waits for it
-    page.locator("svg.pipeline-deck").click(position={"x": 5, "y": 5})
-    page.keyboard.press("End")
+    press(page, "End", focus="svg.pipeline-deck")
     expect(caption(page)).to_have_text(re.compile(r"^Done at"))
     page.locator('svg.pipeline-deck g.pp[data-pass]').nth(20).hover()
     expect(page.locator("svg.pipeline-deck .pp-hover .dep").first).to_be_attached()
@@ -65,9 +56,7 @@ def test_chunks_follow_the_schedule(page):
 
 def test_invalid_combination_shows_the_message(page):
     page.goto(page.base + "/pipeline?schedule=dualpipev&stages=4&microbatches=4")
-    page.expect_console_error(UNPROCESSABLE)
-    expect(page.locator(".problems")).to_contain_text("at least 2 × stages = 8")
-    expect(page.locator('[data-field="microbatches"].invalid')).to_have_count(1)
+    shows_problem(page, "at least 2 × stages = 8", "microbatches")
 
 
 @pytest.mark.workers

@@ -10,6 +10,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.browser.helpers import press
+
 pytestmark = pytest.mark.browser
 
 MESSAGE = "#stage .panel p"       # "… mixes fit; the best runs tp 8 pp 1 dp 64 cp 1"
@@ -17,9 +19,7 @@ MESSAGE = "#stage .panel p"       # "… mixes fit; the best runs tp 8 pp 1 dp 6
 
 def front(page) -> str:
     """Step the deck to its Pareto front (frame 1) and read the front's path."""
-    page.locator("svg.deck").click()
-    page.keyboard.press("Home")
-    page.keyboard.press("ArrowRight")
+    press(page, "Home", "ArrowRight", focus="svg.deck")
     path = page.locator("svg.deck g.frame[data-frame='1'] path")
     path.wait_for()
     return path.get_attribute("d")

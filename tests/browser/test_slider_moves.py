@@ -13,7 +13,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import drag
+from tests.browser.helpers import drag, position, press
 
 pytestmark = pytest.mark.browser
 
@@ -70,9 +70,8 @@ def test_a_state_shown_before_comes_back_without_a_request(page):
     expect(page).to_have_url(re.compile(r"world=5"))
     assert not [url for kind, url in seen if kind == "xhr"], seen
     # the swapped-in stage is a live one: the player steps it
-    page.locator("body").click(position={"x": 5, "y": 5})
-    page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 1 of 8 · reduce-scatter, round 1 of 4"
+    press(page, "ArrowRight")
+    assert position(page) == "step 1 of 8 · reduce-scatter, round 1 of 4"
 
 
 def test_the_next_states_of_a_drag_are_fetched_ahead(page):
@@ -131,16 +130,22 @@ def test_states_one_change_away_are_fetched_while_the_page_rests(page):
             if r.headers.get("x-fetch-ahead") else None)
     page.goto(page.base + "/collective?world=4")
     settle(page)
-    # the key slider's track, nearest first, one step of every other slider, every chip
+    # the key slider's track, nearest first, every chip, one step of every other slider — as
+    # many as the allowance at rest lets (at most 30 states: tests/browser/test_fetch_budget.py)
     rest = [url for kind, url in ahead if kind == "rest"]
     worlds = [int(re.search(r"world=(\d+)", url).group(1)) for url in rest
               if "op=all_reduce&" in url and "count=8&" in url and "alpha_us=5&" in url]
     assert worlds[:4] == [5, 3, 6, 2], worlds
-    assert {7, 16, 40, 64} <= set(worlds)
+    assert len(rest) <= 30
     assert any("op=all_gather&" in url for url in rest)            # a chip
     assert any("count=9&" in url or "count=7&" in url for url in rest)  # another slider's step
     seen = stage_requests(page)
-    move(page, WORLD, 40, "40 ranks")                               # a click along the track
+    x, y = page.evaluate("""(s) => { const el = document.querySelector(s), b = el.getBoundingClientRect();
+      return [b.left + 8 + (40 - el.min) / (el.max - el.min) * (b.width - 16), b.top + b.height / 2]; }""",
+                         WORLD)
+    page.mouse.move(x, y, steps=3)                                  # a look at 40 on the track …
+    wait_until_kept(page, r"op=all_reduce&.*[?&]world=40&")
+    move(page, WORLD, 40, "40 ranks")                               # … then the click
     assert not [url for kind, url in seen if kind == "xhr"], seen
     wait_until_kept(page, r"op=broadcast&.*world=40&")              # a look at 40 ranks …
     page.get_by_text("Broadcast", exact=True).first.click()         # … then a chip
@@ -304,6 +309,11 @@ def test_no_tree_is_parsed_between_a_swap_and_its_paint(page):
         if any("world=5&" in url for url in page.evaluate("() => ShardscopeStage.readyUrls()")):
             break
         page.wait_for_timeout(100)
+    # world 7, a guess of the move to 5, kept too (the pointer rested on it) but not parsed yet
+    # (no idle period has come since), so that a tree is wanted once the move is painted
+    page.evaluate("""() => ShardscopeStage.fetchIntent(ShardscopeStage.keptUrls()
+      .filter(u => /[?&]world=6&/.test(u)).map(u => u.replace(/([?&]world=)6&/, "$17&")))""")
+    wait_until_kept(page, r"[?&]world=7&")
     out = page.evaluate(MOVE_AND_RUN_IDLE, [WORLD, "5"])
     assert "5 ranks" in out["label"]                      # swapped from its tree, at once
     assert any("world=5&" in url for url in out["before"])

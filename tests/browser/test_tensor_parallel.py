@@ -10,13 +10,9 @@ import pytest
 
 from playwright.sync_api import expect
 
-from tests.browser.helpers import UNPROCESSABLE
+from tests.browser.helpers import caption, frame_shown, press, shows_problem
 
 pytestmark = pytest.mark.browser
-
-
-def frame_shown(page) -> int:
-    return int(page.locator(".player [data-k]").inner_text())
 
 
 def test_slider_block_and_keyboard(page):
@@ -43,20 +39,15 @@ def test_slider_block_and_keyboard(page):
     expect(panel).to_contain_text("reduce-scatter", use_inner_text=True)
 
     # step with the keyboard: the caption and the address bar follow
-    page.locator("svg.deck").click()
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
+    press(page, "ArrowRight", "ArrowRight", focus="svg.deck")
     assert frame_shown(page) == 2
     page.wait_for_url(re.compile(r"frame=2"))
-    assert page.locator(".captions li:not([hidden])").inner_text().startswith("All-gather")
-    page.keyboard.press("End")
+    assert caption(page).inner_text().startswith("All-gather")
+    press(page, "End", focus=None)
     assert frame_shown(page) == 20
     assert "max |Δ|" in page.locator("svg.deck g.frame.current").text_content()
 
 
 def test_bad_combination_shows_the_problem_and_keeps_the_controls(page):
     page.goto(page.base + "/tensor-parallel?block=embedding&tp=4&vocab=10")
-    box = page.locator(".problems")
-    assert "tp (4) must divide vocab (10)" in box.inner_text()
-    assert page.locator('[data-field="vocab"].invalid').count() == 1
-    page.expect_console_error(UNPROCESSABLE)
+    shows_problem(page, "tp (4) must divide vocab (10)", "vocab")

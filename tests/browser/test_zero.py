@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.helpers import UNPROCESSABLE, drag
+from tests.browser.helpers import caption, drag, press, shows_problem
 
 pytestmark = pytest.mark.browser
 
@@ -19,16 +19,13 @@ def test_slider_repaints_and_keys_step(page):
     page.click("label:has-text('3 · P_os+g+p')")
     page.wait_for_url("**stage=3**")
     page.wait_for_function("document.querySelector('svg.deck .title').textContent.includes('ZeRO-3')")
-    page.locator("svg.deck").click()
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
+    press(page, "ArrowRight", "ArrowRight", focus="svg.deck")
     page.wait_for_url("**frame=2**")
     current = page.locator("svg.deck g.frame.current")
     assert current.get_attribute("data-frame") == "2"
-    assert "all-gather layer 1" in page.locator("[data-captions] li:not([hidden])").inner_text().lower()
+    assert "all-gather layer 1" in caption(page).inner_text().lower()
 
 
 def test_bad_combination_shows_the_message(page):
     page.goto(page.base + "/zero?stage=0&offload=nvme")
-    assert "needs stage 3" in page.locator(".problems").inner_text()
-    page.expect_console_error(UNPROCESSABLE)
+    shows_problem(page, "needs stage 3")

@@ -37,9 +37,11 @@ def _ranks(pid: int) -> list[psutil.Process]:
 
 
 @pytest.mark.parametrize("pool", ["0", "1"], ids=["torchrun", "pool"])
-def test_a_killed_servers_job_dies_with_it_and_its_folders_are_cleaned(pool):
+def test_a_killed_servers_job_dies_with_it_and_its_folders_are_cleaned(pool, tmp_path):
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SHARDSCOPE_VERIFY_POOL": pool}
+    # a data directory of its own: this server runs its jobs (app/jobs/election.py)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SHARDSCOPE_VERIFY_POOL": pool,
+           "SHARDSCOPE_DATA": str(tmp_path)}
     server = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.main:create_app",
                                "--factory", "--host", "127.0.0.1", "--port", str(port),
                                "--log-level", "warning"], cwd=ROOT, env=env,

@@ -8,9 +8,9 @@ and what one rank gets is what the training step gets:
     gflops     2·n·h·f / t of the tiny model's largest matmul, median of repeats
     kernel_us  one block of the model itself, forward and backward on one sequence in one
                process (workers/train/model.py, no messages): its time less its FLOPs at that
-               rate, over the ops the cost model counts for a block (app.sim.train.passes.
-               block_cost) — PyTorch's dispatch, autograd and allocation per op as training
-               pays them
+               rate, over the ops the cost model counts for a block
+               (app.sim.train.program.block_cost) — PyTorch's dispatch, autograd and
+               allocation per op as training pays them
     alpha_us   half the round trip of an 8-byte message between rank pairs (r, r xor 1)
     link_gbs   bytes / (one-way time − α) of a 256 KiB message between the same pairs
 
@@ -51,7 +51,7 @@ def compute(p, tokens: int, dtype) -> dict:
     from dataclasses import replace
 
     from app.sim.train.model import Shape
-    from app.sim.train.passes import block_cost
+    from app.sim.train.program import block_cost
     from app.sim.train.program import ELEMENT_BYTES
     from workers.train import groups
     from workers.train.model import StageModel

@@ -30,7 +30,7 @@ from app.sim.checkpointing.simulate import layer_shape, simulate
 from app.sim.memory.ledger import MemoryConfig
 from app.jobs.runner import Check, Verdict
 from app.scenes.memory.check import LEFT_OUT, TERM_PART, model_args, scaled_config
-from app.draw.fmt import exact_bytes, human_bytes
+from app.humanize import exact_bytes, human_bytes
 
 LAYERS = 4
 """Most layers in the real run: enough for several checkpointed segments."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from app.sim.checkpointing.simulate import CheckpointTrace, Timeline
 from app.draw.palette import CATEGORY, DASHES, SERIES
-from app.draw.fmt import human_bytes, human_time_us
+from app.humanize import human_bytes, human_time_us
 from app.draw.plot import Chart, Scale, line_chart, linear_ticks
 
 WIDTH, HEIGHT = 1280, 720

@@ -16,7 +16,8 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from app.scenes.checkpointing.deck import STRIP_H, STRIP_TOP, CheckpointDeck, FrameView, LayerCell
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.deck import deck_title, frame_start, legend_labels, step_header, write_deck
+from app.draw.plot import tick_marks
 from app.draw.svg import esc as _e
 from app.draw.fmt import coord2 as _n
 
@@ -26,31 +27,21 @@ THIN = 6.0
 
 def render(deck: CheckpointDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style)]
-    out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
-               f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
-               f'font-size="18">{_e(deck.title)}</text>'
-               f'<text class="ink" x="22" y="{_n(STRIP_TOP + 24)}" font-size="16" '
-               f'font-weight="650">layers</text>')
-    out.append('<g class="muted" font-size="16" text-anchor="middle">')
+    under = [deck_title(deck.title, deck.width, size=18),
+             f'<text class="ink" x="22" y="{_n(STRIP_TOP + 24)}" font-size="16" '
+             f'font-weight="650">layers</text>', '<g class="muted" font-size="16" text-anchor="middle">']
     y = _n(STRIP_TOP + STRIP_H + 18)
-    out += [f'<text x="{_n(x)}" y="{y}">{label}</text>' for x, label in deck.layer_labels]
-    out.append("</g>")
-    out += _chart(deck)
-    out.append('<g class="frames">')
-    for f in deck.frames[:current + 1]:
-        out += _frame(deck, f, current, standalone)
-    out.append('</g><g class="legend">')
+    under += [f'<text x="{_n(x)}" y="{y}">{label}</text>' for x, label in deck.layer_labels]
+    under.append("</g>")
+    under += _chart(deck)
+    over = ['<g class="legend">']
     for x, fill, _ in deck.legend:
         paint = 'class="done-cell"' if fill == "done" else f'fill="{fill}"'
-        out.append(f'<rect {paint} x="{_n(x)}" y="690" width="18" height="16"/>')
-    out.append('<g class="muted" font-size="16">')
-    out += [f'<text x="{_n(x + 24)}" y="703">{_e(text)}</text>' for x, _, text in deck.legend]
-    out.append("</g></g>")
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
+        over.append(f'<rect {paint} x="{_n(x)}" y="690" width="18" height="16"/>')
+    over += [legend_labels(((x, text) for x, _, text in deck.legend), 703, _n), "</g>"]
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda f: _frame(deck, f, current, standalone), standalone=standalone,
+                      caption=caption, style=style, under=under, over=over)
 
 
 def _chart(deck: CheckpointDeck) -> list[str]:
@@ -58,16 +49,8 @@ def _chart(deck: CheckpointDeck) -> list[str]:
     left, top, right, bottom = deck.chart
     out = [f'<text class="ink" x="{_n(left)}" y="{_n(top - 14)}" font-size="16" '
            f'font-weight="650">activation memory on one GPU</text>']
-    if deck.y_ticks:
-        out.append('<path class="gridline" d="'
-                   + "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y, _ in deck.y_ticks) + '"/>')
-    out.append('<g class="muted" font-size="16"><g text-anchor="end">')
-    out += [f'<text x="{_n(left - 10)}" y="{_n(y + 5)}">{_e(label)}</text>'
-            for y, label in deck.y_ticks]
-    out.append('</g><g text-anchor="middle">')
-    out += [f'<text x="{_n(x)}" y="{_n(bottom + 22)}">{_e(label)}</text>'
-            for x, label in deck.x_ticks]
-    out.append(f'</g></g><line class="axisline" x1="{_n(left)}" x2="{_n(right)}" '
+    out += tick_marks(left, right, bottom, deck.y_ticks, deck.x_ticks, _n)
+    out.append(f'<line class="axisline" x1="{_n(left)}" x2="{_n(right)}" '
                f'y1="{_n(bottom)}" y2="{_n(bottom)}"/>')
     for c in deck.curves:
         if not c.chosen:
@@ -129,8 +112,7 @@ def _cells(cells: tuple[LayerCell, ...], tips: bool) -> list[str]:
 
 
 def _frame(deck: CheckpointDeck, f: FrameView, current: int, standalone: bool) -> list[str]:
-    css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
+    out = [frame_start(f.index, current, f.unit)]
     out += _cells(f.cells, tips=not standalone)
     if f.path:
         out.append(f'<path class="chosen-curve" d="{f.path}" fill="none" stroke="{deck.colour}"/>')
@@ -147,7 +129,6 @@ def _frame(deck: CheckpointDeck, f: FrameView, current: int, standalone: bool) -
                        f'fill="{deck.colour}" class="cursor-dot"/><text class="ink halo-bg" '
                        f'x="{min(cx + 12, right - 260)}" y="{max(cy - 14, top + 20)}" '
                        f'font-size="16">{_e(f.cursor_label)}</text>')
-        out.append(f'<text class="ink step-header" x="22" y="36" font-size="24" '
-                   f'font-weight="700">{_e(f.header)}</text></g>')
+        out.append(step_header(f.header) + "</g>")
     out.append("</g>")
     return out

@@ -12,18 +12,16 @@ own: the style sheet inlined, concrete colours, the caption underneath, frames u
 from __future__ import annotations
 
 from functools import lru_cache
-from html import escape
 
 from markupsafe import Markup
 
+from app.draw.deck import frame_start, write_deck
+from app.draw.svg import arrow, attrs, el, esc, text, title
 from app.scenes.collective.deck import COMPLETE, Deck, MergedCells
-from app.draw.svg import CAPTION_HEIGHT, attrs, deck_end, deck_open, el, text, title
-
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
     stripes = "".join(
         f'<pattern id="{s.id}" patternUnits="objectBoundingBox" '
         'patternContentUnits="objectBoundingBox" width="1" height="1">'
@@ -34,25 +32,16 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     shown = deck.frames if not standalone else deck.frames[:current + 1]
     arrows, shared = _shared_arrows(deck, shown, current, standalone)
     lay = deck.layout
-    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
-                     defs=stripes + shared, box=lay.box)]
-    out.append(el("rect", class_="bg", x=0, y=0, width=deck.width, height=height))
-    out.append(f'<text class="muted title" text-anchor="end" font-size="{lay.small}">'
-               + "".join(f'<tspan x="{x}" y="{y}">{escape(t)}</tspan>' for x, y, t in lay.title)
-               + "</text>")
-    out += _topology(deck)
-    out += _labels(deck)
-    frames_group = (f'<g class="frames" font-size="{deck.font}" text-anchor="middle" '
-                    f'dominant-baseline="central" font-weight="700">')
-    out.append(frames_group)
-    for frame in deck.frames[:current + 1]:
-        out += _frame(deck, frame, current, standalone, arrows)
-    out.append("</g>")
-    out += _legend(deck)
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, frame, current, standalone, arrows)
-                         for frame in deck.frames[current + 1:])))
-    return Markup("".join(out))
+    # the title right-aligned, a line each (app/draw/layout.py heading)
+    under = [f'<text class="muted title" text-anchor="end" font-size="{lay.small}">'
+             + "".join(f'<tspan x="{x}" y="{y}">{esc(t)}</tspan>' for x, y, t in lay.title)
+             + "</text>", *_topology(deck), *_labels(deck)]
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda frame: _frame(deck, frame, current, standalone, arrows),
+                      standalone=standalone, caption=caption, style=style, box=lay.box,
+                      defs=stripes + shared, under=under, over=_legend(deck),
+                      group=f'font-size="{deck.font}" text-anchor="middle" '
+                            f'dominant-baseline="central" font-weight="700"')
 
 
 def _topology(deck: Deck) -> list[str]:
@@ -125,10 +114,9 @@ def _shared_arrows(deck: Deck, frames, current: int, standalone: bool) -> tuple[
 def _frame(deck: Deck, frame, current: int, standalone: bool,
            arrows: dict | None = None) -> list[str]:
     index = frame.index
-    css = "frame" + (" current" if index == current else "") + (" step" if index else "")
-    out = [f'<g class="{css}" data-frame="{index}" data-unit="{escape(frame.unit)}">']
+    out = [frame_start(index, current, frame.unit, step=True)]
     for c in () if deck.merged else frame.cells:
-        tip = f' data-tip="{escape(c.tip)}"' if c.tip and not standalone else ""
+        tip = f' data-tip="{esc(c.tip)}"' if c.tip and not standalone else ""
         box = f'x="{c.x}" y="{c.y}" width="{c.w}" height="{c.h}" rx="3"'
         if not c.fill:
             out.append(f'<rect class="empty" {box}{tip}/>')
@@ -222,23 +210,17 @@ def _arrows(arrows) -> list[str]:
     out = []
     for (colour, width, dashed), same in groups.items():
         heads = " ".join("M" + " L".join(a.head.split()) + "Z" for a in same)
-        out.append('<g class="arrow">'
-                   + el("path", d=" ".join(a.d for a in same), fill="none", stroke=colour,
-                        stroke_width=width, stroke_dasharray="10 6" if dashed else None,
-                        stroke_linecap="round")
-                   + el("path", d=heads, fill=colour)
-                   + "".join(text(a.lx, a.ly, a.label, class_="ink halo-bg",
-                                  font_size=a.size, font_weight=600) for a in same if a.label)
-                   + "</g>")
+        out.append(arrow(" ".join(a.d for a in same), heads, colour, width, dashed=dashed,
+                         label="".join(_label(a) for a in same), merged=True))
     return out
 
 
 @lru_cache(maxsize=4096)  # a schedule sends along the same few links step after step
 def _arrow(a) -> str:
-    return ('<g class="arrow">'
-            + el("path", d=a.d, fill="none", stroke=a.colour, stroke_width=a.width,
-                 stroke_dasharray="10 6" if a.dashed else None, stroke_linecap="round")
-            + el("polygon", points=a.head, fill=a.colour)
-            + (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=a.size, font_weight=600)
-               if a.label else "")
-            + "</g>")
+    return arrow(a.d, a.head, a.colour, a.width, dashed=a.dashed, label=_label(a))
+
+
+def _label(a) -> str:
+    """An arrow's label (what it carries), over a halo."""
+    return (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=a.size, font_weight=600)
+            if a.label else "")

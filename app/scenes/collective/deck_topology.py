@@ -13,6 +13,7 @@ from app.draw.box import Box
 from app.draw.geometry import Point, arrow, on_circle
 from app.draw.layout import LINE, Spots, heading, legend_rows, text_box
 from app.draw.palette import rank_colour, text_on
+from app.draw.shapes import Label
 from app.draw.text import text_width
 from app.sim.collectives.schedules import dtree_parents, depths
 from app.sim.collectives.simulate import CollectiveTrace
@@ -57,16 +58,6 @@ class Arrow:
     ly: float
     size: float = 16.0
     """the label's size"""
-
-
-@dataclass(frozen=True)
-class Label:
-    x: float
-    y: float
-    text: str
-    colour: str = ""
-    anchor: str = "middle"
-    size: float = 16
 
 
 @dataclass(frozen=True)

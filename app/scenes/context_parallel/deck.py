@@ -30,57 +30,17 @@ import numpy as np
 
 from app.draw.fmt import coord
 from app.draw.palette import rank_colour, text_on
+from app.draw.shapes import Arrow, Path, Rect, Text
 from app.sim.context_parallel.captions import METHOD_NAMES
 from app.sim.context_parallel.methods import Transfers
 
 WIDTH, HEIGHT = 1040, 490
-FONT = 14                       # the smallest text: 12.9 px when the deck is 960 px wide
 DETAIL_RANKS = 8
 ARROWS = 8
 MX0, MY0, MSIZE = 64, 100, 340  # the score matrix
 RX0, RX1, RY0, RY1 = 480, 1024, 60, 372   # the rank rows
 BX0, BX1, BY0, BY1 = 560, 1010, 404, 462  # the work bars
 COVER_TOP = 46
-
-
-@dataclass(frozen=True)
-class Rect:
-    x: float
-    y: float
-    w: float
-    h: float
-    fill: str = ""
-    cls: str = ""
-    tip: str = ""
-
-
-@dataclass(frozen=True)
-class Path:
-    d: str
-    fill: str = ""
-    cls: str = ""
-
-
-@dataclass(frozen=True)
-class Text:
-    x: float
-    y: float
-    text: str
-    size: float = FONT
-    cls: str = "ink"
-    anchor: str = "start"
-    weight: int = 0
-    fill: str = ""
-
-
-@dataclass(frozen=True)
-class Arrow:
-    d: str
-    head: str
-    colour: str
-    label: str
-    lx: float
-    ly: float
 
 
 @dataclass(frozen=True)

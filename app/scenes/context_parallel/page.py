@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from markupsafe import Markup
 
-from app.draw.fmt import human_bytes, human_time_us
+from app.humanize import human_bytes, human_time_us
 from app.draw.plot import line_chart
 from app.jobs.launch import torchrun_line
 from app.scene import traced

@@ -15,10 +15,10 @@ import numpy as np
 
 from app.sim.data_parallel.simulate import DataParallelTrace
 from app.catalog.models import PRESETS
-from app.scenes.collective.deck import Label
+from app.draw.shapes import Label
 from app.draw.lanes import KIND_COLOURS, Bar, lane_chart
 from app.draw.palette import text_on
-from app.draw.fmt import human_bytes, human_time_us
+from app.humanize import human_bytes, human_time_us
 from app.draw.plot import line_chart
 
 WIDTH, HEIGHT = 1280, 720

@@ -10,33 +10,21 @@ sheet inlined, concrete colours, frames up to ``current`` only, the caption unde
 
 from __future__ import annotations
 
-from html import escape
-
 from markupsafe import Markup
 
-from app.scenes.collective.deck import Label
+from app.draw.deck import deck_title, frame_start, step_header, write_deck
+from app.draw.shapes import Label
+from app.draw.svg import esc, spans_text
 from app.scenes.data_parallel.deck import Deck, FrameView
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text, esc
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    w = deck.width
-    h = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(w, deck.height, deck.title, standalone=standalone, style=style)]
-    out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
-    out.append(f'<text class="ink title" x="{w - 18}" y="34" text-anchor="end" font-size="20">'
-               f'{escape(deck.title)}</text>')
-    out += _axes(deck)
-    out.append('<g class="frames" shape-rendering="crispEdges">')
-    for f in deck.frames[:current + 1]:
-        out += _frame(f, current, standalone, deck.axis_y)
-    out.append("</g>")
-    out += _legend(deck)
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(f, current, standalone, deck.axis_y)
-                         for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda f: _frame(f, current, standalone, deck.axis_y),
+                      standalone=standalone, caption=caption, style=style,
+                      under=[deck_title(deck.title, deck.width), *_axes(deck)],
+                      over=_legend(deck), group='shape-rendering="crispEdges"')
 
 
 def _paint(colour: str) -> str:
@@ -60,7 +48,7 @@ def _axes(deck: Deck) -> list[str]:
                       for x, label in deck.ticks]))
     if deck.strip_title:
         out.append(f'<text class="ink" x="180" y="{deck.strip_y - 14}" font-size="16" '
-                   f'font-weight="600">{escape(deck.strip_title)}</text>')
+                   f'font-weight="600">{esc(deck.strip_title)}</text>')
     for x, ly, colour, _ in deck.strip_legend:
         paint = (f' class="{colour[6:]}"' if colour.startswith("class:") else
                  f' fill="{colour}"' if colour else ' class="freed"')
@@ -84,8 +72,7 @@ def _labels(labels: tuple[Label, ...], anchor: str) -> str:
 
 
 def _frame(f: FrameView, current: int, standalone: bool, axis_y: float) -> list[str]:
-    css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
+    out = [frame_start(f.index, current, f.unit)]
     for b in f.pieces:
         paint = f' class="{b.cls}"' if b.cls else f' fill="{b.fill}"'
         out.append(f'<rect{paint} x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}"/>')
@@ -98,9 +85,8 @@ def _frame(f: FrameView, current: int, standalone: bool, axis_y: float) -> list[
             out.append(f'<text class="ink halo-bg" x="{min(f.cursor, 1180)}" y="80" '
                        f'text-anchor="middle" font-size="16">{f.cursor_label}</text>')
         out += [f'<text class="ink" x="{t.x}" y="{t.y}" font-size="{t.size}" '
-                f'font-weight="600">{escape(t.text)}</text>' for t in f.notes]
-        out.append(f'<text class="ink step-header" x="22" y="36" font-size="24" '
-                   f'font-weight="700">{f.header}</text></g>')
+                f'font-weight="600">{esc(t.text)}</text>' for t in f.notes]
+        out.append(step_header(f.header) + "</g>")
     out.append("</g>")
     return out
 

@@ -22,7 +22,7 @@ from app.sim.memory.ledger import MemoryConfig, ledger
 from app.catalog.models import ModelShape
 from app.sim.memory.rank_states import rank_states
 from app.jobs.runner import Check, Verdict
-from app.draw.fmt import exact_bytes, human_bytes
+from app.humanize import exact_bytes, human_bytes
 
 ACTIVATION_TOLERANCE = 0.10
 CAP = 2                                  # most ranks per parallel dimension in the real run

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.draw.box import Box
-from app.draw.fmt import human_bytes
 from app.draw.layout import LINE, heading, legend_rows
 from app.draw.palette import CATEGORY, ramp, text_on
 from app.draw.plot import linear_ticks
 from app.draw.text import fits, text_width, wrap
+from app.humanize import human_bytes
 from app.sim.memory.ledger import CATEGORIES, GiB, Item
 
 MIN_WIDTH, MIN_HEIGHT = 560, 320

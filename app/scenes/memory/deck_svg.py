@@ -13,51 +13,42 @@ underneath.
 
 from __future__ import annotations
 
-from html import escape
-
 from markupsafe import Markup
 
+from app.draw.deck import frame_start, step_header, write_deck
+from app.draw.svg import esc
 from app.scenes.memory.deck import Deck, Layer, Text, Tile
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
 
+DEFS = ('<pattern id="memory-hatch" patternUnits="userSpaceOnUse" width="9" height="9" '
+        'patternTransform="rotate(45)"><rect width="3.5" height="9" fill="#ffffff" '
+        'fill-opacity="0.45"/></pattern>')
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    w = deck.width
-    h = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(w, deck.height, deck.label, standalone=standalone, style=style,
-                     cls="deck memory-deck", box=deck.box,
-                     defs='<pattern id="memory-hatch" patternUnits="userSpaceOnUse" width="9" '
-                          'height="9" patternTransform="rotate(45)"><rect width="3.5" '
-                          'height="9" fill="#ffffff" fill-opacity="0.45"/></pattern>')]
-    out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
-    out.append(texts(deck.title))
     # the bar's axis and the GPU's capacity
     left, right = deck.bar_left, deck.bar_right
-    out.append('<g class="axis-group">')
-    out += [f'<line class="grid" x1="{left - 6}" x2="{right}" y1="{y}" y2="{y}"/>'
-            for y in deck.gridlines]
-    out.append(texts(deck.ticks))
-    out.append(f'<line class="axis" x1="{left}" x2="{right}" y1="{deck.bar_bottom}" '
-               f'y2="{deck.bar_bottom}"/>')
-    out.append(texts(deck.capacity))
-    out.append('</g><g class="frames">')
-    for layer in deck.layers if standalone else deck.layers[:current + 1]:
-        out += _layer(deck, layer, current, standalone)
-    out.append("</g>")
+    under = [texts(deck.title), '<g class="axis-group">']
+    under += [f'<line class="grid" x1="{left - 6}" x2="{right}" y1="{y}" y2="{y}"/>'
+              for y in deck.gridlines]
+    under.append(texts(deck.ticks))
+    under.append(f'<line class="axis" x1="{left}" x2="{right}" y1="{deck.bar_bottom}" '
+                 f'y2="{deck.bar_bottom}"/>')
+    under.append(texts(deck.capacity))
+    under.append("</g>")
     # the capacity over the bar, so that a bar taller than the GPU still shows where it ends
     cap = f'x1="{left - 4}" x2="{right + 4}" y1="{deck.capacity_y}" y2="{deck.capacity_y}"'
-    out.append(f'<line class="limit-halo" {cap}/><line class="limit" {cap}/>')
+    over = [f'<line class="limit-halo" {cap}/><line class="limit" {cap}/>']
     if deck.hatch_legend:
         t = deck.hatch_legend
         swatch = _swatch(deck, t)
-        out.append(f'<rect {swatch} class="hatch-swatch" fill="#999999"/>'
-                   f'<rect {swatch} fill="url(#memory-hatch)"/>' + texts((t,)))
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_layer(deck, layer, current, standalone)
-                         for layer in deck.layers[current + 1:])))
-    return Markup("".join(out))
+        over.append(f'<rect {swatch} class="hatch-swatch" fill="#999999"/>'
+                    f'<rect {swatch} fill="url(#memory-hatch)"/>' + texts((t,)))
+    return write_deck(deck.width, deck.height, deck.label, deck.layers, current,
+                      lambda layer: _layer(deck, layer, current, standalone),
+                      standalone=standalone, caption=caption, style=style, defs=DEFS,
+                      cls="deck memory-deck", under=under, over=over, every_frame=True,
+                      box=deck.box)
 
 
 def texts(labels) -> str:
@@ -88,29 +79,29 @@ def _text(run: list[Text]) -> str:
     for t in run:
         size = "" if same_size else f' font-size="{t.size}"'
         weight = f' font-weight="{t.weight}"' if t.weight != 400 else ""
-        spans.append(f'<tspan x="{t.x}" y="{t.y}"{size}{weight}>{escape(t.text)}</tspan>')
+        spans.append(f'<tspan x="{t.x}" y="{t.y}"{size}{weight}>{esc(t.text)}</tspan>')
     return f"<text {attrs}>{''.join(spans)}</text>"
 
 
 def _swatch(deck: Deck, t: Text) -> str:
-    """The geometry of the legend swatch before text ``t``."""
+    """The geometry of the legend swatch before text ``t`` (app/draw/layout.py legend_rows)."""
     side = deck.swatch
-    return (f'x="{round(t.x - side - t.size * 0.45, 1)}" y="{round(t.y - side * 0.5 - t.size * 0.36, 1)}" '
-            f'width="{side}" height="{side}" rx="3"')
+    return (f'x="{round(t.x - side - t.size * 0.45, 1)}" '
+            f'y="{round(t.y - side * 0.5 - t.size * 0.36, 1)}" width="{side}" height="{side}" '
+            f'rx="3"')
 
 
 def _box(b: Tile, cls: str = "box") -> str:
     hatch = (f'<rect x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}" fill="url(#memory-hatch)" '
              f'pointer-events="none"/>' if b.hatched else "")
-    return (f'<g class="{cls}" data-tip="{escape(b.title)}"><rect class="fill" x="{b.x}" '
+    return (f'<g class="{cls}" data-tip="{esc(b.title)}"><rect class="fill" x="{b.x}" '
             f'y="{b.y}" width="{b.w}" height="{b.h}" fill="{b.fill}"/>{hatch}'
             f'{texts(b.labels)}</g>')
 
 
 def _layer(deck: Deck, layer: Layer, current: int, standalone: bool) -> list[str]:
-    css = "frame current" if layer.index == current else "frame"
-    hidden = ' display="none"' if layer.index > current else ""    # a file's later layers
-    out = [f'<g class="{css}" data-frame="{layer.index}" data-unit="{esc(layer.unit)}"{hidden}>']
+    # a file's later layers are hidden
+    out = [frame_start(layer.index, current, layer.unit, hidden=layer.index > current)]
     if layer.bar:
         out.append(_box(layer.bar, "box bar"))
     out += [_box(b) for b in layer.tiles]
@@ -125,7 +116,6 @@ def _layer(deck: Deck, layer: Layer, current: int, standalone: bool) -> list[str
             out.append(f'<rect class="group-outline" x="{x}" y="{y}" width="{w}" height="{h}" '
                        f'pointer-events="none"/>')
         h = deck.header
-        out.append(f'<text class="ink step-header" x="{h.x}" y="{h.y}" font-size="{h.size}" '
-                   f'font-weight="700">{layer.header}</text></g>')
+        out.append(step_header(layer.header, x=h.x, y=h.y, size=h.size) + "</g>")
     out.append("</g>")
     return out

@@ -30,14 +30,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.draw.fmt import coord, fixed
+from app.draw.fmt import coord
+from app.humanize import fixed
 from app.draw.palette import ramp, rank_colour, text_on
+from app.draw.shapes import FONT_SIZE, Arrow, Path, Rect, Text
 from app.sim.moe.capacity import WEIGHT_GRID
 from app.sim.moe.captions import human_bytes, num
 from app.sim.moe.dispatch import expert_mlp
 
 WIDTH, HEIGHT = 1040, 540
-FONT = 14                       # the smallest text: 12.9 px when the deck is 960 px wide
+FONT = FONT_SIZE                # the smallest text: 12.9 px when the deck is 960 px wide
 TABLE_ROWS, TABLE_COLUMNS = 16, 16
 SUB_COLUMNS = 64
 """at most this many (expert, sending rank) bins; beyond, one bar per expert"""
@@ -54,45 +56,6 @@ TABLE_X0, TABLE_X1, TABLE_Y0, TABLE_Y1 = 84, 470, 98, 500
 BIN_X0, BIN_X1, BIN_Y0, BIN_Y1 = 530, 1020, 96, 448
 MAT_X0, MAT_Y0, MAT_SIZE = 74, 120, 250
 COL_X0, COL_X1, COL_Y0, COL_Y1 = 430, 1020, 80, 496
-
-
-@dataclass(frozen=True)
-class Rect:
-    x: float
-    y: float
-    w: float
-    h: float
-    fill: str = ""
-    cls: str = ""
-    tip: str = ""
-
-
-@dataclass(frozen=True)
-class Text:
-    x: float
-    y: float
-    text: str
-    size: float = FONT
-    cls: str = "ink"
-    anchor: str = "start"
-    weight: int = 0
-    fill: str = ""
-
-
-@dataclass(frozen=True)
-class Stroke:
-    d: str
-    cls: str
-
-
-@dataclass(frozen=True)
-class Arrow:
-    d: str
-    head: str
-    colour: str
-    label: str
-    lx: float
-    ly: float
 
 
 @dataclass(frozen=True)
@@ -386,7 +349,7 @@ def _bin_frame(p, trace, bins: _Bins, capacity_frame: bool) -> list:
             y = BIN_Y1 - top * bins.unit
             items.append(Text(BIN_X0, 66, f"dropless: nothing dropped; static shapes pad every "
                                           f"bin to the busiest ({top})", size=15, cls="muted"))
-            items.append(Stroke(f"M{coord(BIN_X0)},{coord(y)}H{coord(BIN_X1)}", "limit"))
+            items.append(Path(f"M{coord(BIN_X0)},{coord(y)}H{coord(BIN_X1)}", cls="limit"))
         else:
             line = cap if bins.per_rank else cap * ep
             y = BIN_Y1 - line * bins.unit
@@ -394,16 +357,17 @@ def _bin_frame(p, trace, bins: _Bins, capacity_frame: bool) -> list:
                                                             f" (× {ep} ranks = {line})")
             items.append(Text(BIN_X0, 66, f"{what}; hatched: {len(d.dropped)} dropped",
                               size=15, cls="muted"))
-            items.append(Stroke(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}",
-                                "limit-halo"))
-            items.append(Stroke(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}", "limit"))
+            items.append(Path(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}",
+                              cls="limit-halo"))
+            items.append(Path(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}",
+                              cls="limit"))
     return items
 
 
 def _bin_axes(p, bins: _Bins) -> list:
     E, ep = p.experts, p.ep
     per_ep = E // ep
-    items: list = [Stroke(f"M{coord(BIN_X0 - 4)},{BIN_Y1}H{coord(BIN_X1 + 4)}", "axis")]
+    items: list = [Path(f"M{coord(BIN_X0 - 4)},{BIN_Y1}H{coord(BIN_X1 + 4)}", cls="axis")]
     step = max(1, math.ceil(_width(f"E{E - 1}  ") / bins.expert_w))
     items += [Text(bins.expert_x[e] + bins.expert_w / 2 - 1.5, BIN_Y1 + 20, f"E{e}",
                    anchor="middle", cls="muted") for e in range(0, E, step)]
@@ -438,7 +402,7 @@ def _bin_preview(p, trace, bins: _Bins) -> list:
     if cap is not None:
         line = cap if bins.per_rank else cap * p.ep
         y = BIN_Y1 - line * bins.unit
-        items.append(Stroke(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}", "limit"))
+        items.append(Path(f"M{coord(BIN_X0 - 4)},{coord(y)}H{coord(BIN_X1 + 4)}", cls="limit"))
         items.append(Text(BIN_X0, y - 10, f"capacity: {line} per expert"
                           + (" from each rank" if bins.per_rank else ""), cls="muted"))
     return [replace(item, cls=f"{item.cls} only-current".strip()) for item in items]
@@ -625,9 +589,9 @@ def _matrix(p, values: np.ndarray, title: str, row_word: str, col_word: str) -> 
                                   weight=700 if i != j else 0))
     items.append(_batch(boxes, texts))
     if numbers:
-        items.append(Stroke("".join(f"M{coord(MAT_X0 + i * cell + 2)},{coord(MAT_Y0 + i * cell + 2)}"
-                                    f"h{coord(cell - 4)}v{coord(cell - 4)}h{coord(4 - cell)}z"
-                                    for i in range(ep)), "ghost"))
+        items.append(Path("".join(f"M{coord(MAT_X0 + i * cell + 2)},{coord(MAT_Y0 + i * cell + 2)}"
+                                  f"h{coord(cell - 4)}v{coord(cell - 4)}h{coord(4 - cell)}z"
+                                  for i in range(ep)), cls="ghost"))
     step = max(1, math.ceil(1.6 * FONT / cell))
     for i in range(0, ep, step):
         items.append(Rect(MAT_X0 - 14, MAT_Y0 + i * cell + 3, 8, max(cell - 6, 2.0),

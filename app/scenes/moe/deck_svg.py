@@ -4,20 +4,25 @@
 show). The frames after it wait in an inert ``<template class="deck-later">`` that
 static/js/player.js moves into the deck when the player reaches them. ``standalone`` is a file
 of its own: the style sheet inlined, concrete colours, frames up to ``current`` only and the
-caption underneath.
+caption underneath. The frames are written by :func:`app.draw.deck.titled_deck`, the shapes by
+:mod:`app.draw.shapes`.
+
+Labels in a row (the logits, the experts' and tokens' names) are ``<tspan>``s of as few
+``<text>`` elements as share a style (:func:`app.draw.shapes.texts`): the default stage holds
+33 text elements instead of 173 and its markup is 12 % smaller (a tree parsed ahead, a swap, a
+style pass each cost less); Chromium's and resvg's pixels are the same.
 """
 
 from __future__ import annotations
 
-from html import escape
 from itertools import groupby
 
 from markupsafe import Markup
 
-from app.draw.fmt import coord
-from app.draw.svg import spans_text, titled_deck
-from app.draw.svg import esc as _e
-from app.scenes.moe.deck import Arrow, Batch, FrameView, MoeDeck, Rect, Stroke, Text
+from app.draw import shapes
+from app.draw.deck import frame_start, step_header, titled_deck
+from app.draw.shapes import Path, Rect, Text, coord
+from app.scenes.moe.deck import Batch, FrameView, MoeDeck
 
 DEFS = ('<pattern id="drop-hatch" patternUnits="userSpaceOnUse" width="7" height="7" '
         'patternTransform="rotate(45)"><rect width="7" height="7" fill="#ffffff"/>'
@@ -29,74 +34,33 @@ DEFS = ('<pattern id="drop-hatch" patternUnits="userSpaceOnUse" width="7" height
 
 def render(deck: MoeDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    return Markup(titled_deck(deck, current, lambda f: _frame(f, current, standalone),
-                              standalone=standalone, caption=caption, style=style, defs=DEFS))
+    return titled_deck(deck, current, lambda f: _frame(f, current, standalone),
+                       standalone=standalone, caption=caption, style=style, defs=DEFS)
 
 
 def _frame(f: FrameView, current: int, standalone: bool) -> list[str]:
-    css = "frame" + (" current" if f.index == current else "") + (" step" if f.index else "")
-    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
-    # labels in a row are written together (_texts)
+    out = [frame_start(f.index, current, f.unit, step=True)]
+    # labels in a row are written together (shapes.texts)
     for labels, items in groupby(f.items, key=lambda item: isinstance(item, Text)):
-        out += [_texts(items)] if labels else [_item(item, standalone) for item in items]
+        out += [shapes.texts(items)] if labels else [_item(item, standalone) for item in items]
     if not standalone or f.index == current:
         out.append('<g class="only-current arrows">')
-        out += [_arrow(a) for a in f.arrows]
+        out += [shapes.arrow(a, anchor="middle") for a in f.arrows]
         out.append("</g>")
-        out.append(f'<text class="only-current ink step-header" x="20" y="34" font-size="22" '
-                   f'font-weight="700">{_e(f.header)}</text>')
+        out.append(step_header(f.header, x=20, y=34, size=22, only_current=True))
     out.append("</g>")
     return out
-
-
-def _style(t: Text) -> list[str]:
-    """A label's attributes but its place."""
-    attrs = [f'class="{t.cls}"'] if t.cls else []
-    if t.fill:
-        attrs.append(f'fill="{t.fill}"')
-    if t.size != 14:
-        attrs.append(f'font-size="{coord(t.size)}"')
-    if t.anchor != "start":
-        attrs.append(f'text-anchor="{t.anchor}"')
-    if t.weight:
-        attrs.append(f'font-weight="{t.weight}"')
-    return attrs
-
-
-def _texts(texts) -> str:
-    """Labels in a row (the logits, the experts' and tokens' names), those of one style as
-    ``<tspan>``s of one ``<text>`` (:func:`app.draw.svg.spans_text`): the default stage holds 33
-    text elements instead of 173 and its markup is 12 % smaller (a tree parsed ahead, a swap,
-    a style pass each cost less); Chromium's and resvg's pixels are the same. The style stays
-    on the ``<text>``, so the cascade is what it was."""
-    groups: dict[str, list[str]] = {}
-    for t in texts:
-        groups.setdefault(" ".join(_style(t)), []).append(
-            f'<tspan x="{coord(t.x)}" y="{coord(t.y)}">{escape(t.text, quote=False)}</tspan>')
-    return "".join(spans_text(style, spans) for style, spans in groups.items())
 
 
 def _item(item, standalone: bool) -> str:
     if isinstance(item, Batch):
         moved = (f' data-dx="{coord(item.dx)}" data-dy="{coord(item.dy)}"'
                  if (item.dx or item.dy) else "")
-        return (f'<g font-size="14"{moved}>'
+        return (f'<g font-size="{shapes.FONT_SIZE}"{moved}>'
                 + "".join(f'<path fill="{fill}" d="{d}"/>' for fill, d in item.paths if d)
-                + _texts(item.texts) + "</g>")
+                + shapes.texts(item.texts) + "</g>")
     if isinstance(item, Rect):
-        paint = f' fill="{item.fill}"' if item.fill else ""
-        cls = f' class="{item.cls}"' if item.cls else ""
-        tip = f' data-tip="{_e(item.tip)}"' if item.tip and not standalone else ""
-        return (f'<rect x="{coord(item.x)}" y="{coord(item.y)}" width="{coord(item.w)}" '
-                f'height="{coord(item.h)}"{cls}{paint}{tip}/>')
-    if isinstance(item, Stroke):
-        return f'<path class="{item.cls}" d="{item.d}" fill="none"/>'
+        return shapes.rect(item, tips=not standalone)
+    if isinstance(item, Path):
+        return shapes.line(item)
     raise TypeError(item)
-
-
-def _arrow(a: Arrow) -> str:
-    label = (f'<text class="ink halo-bg" x="{coord(a.lx)}" y="{coord(a.ly)}" font-size="14" '
-             f'font-weight="700" text-anchor="middle">{a.label}</text>' if a.label else "")
-    return (f'<g class="arrow"><path d="{a.d}" fill="none" stroke="{a.colour}" '
-            f'stroke-width="2.5" stroke-linecap="round"/><polygon points="{a.head}" '
-            f'fill="{a.colour}"/>{label}</g>')

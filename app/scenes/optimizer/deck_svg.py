@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from app.templating import PAGE_COLOURS
 from app.scenes.optimizer.deck import FrameView, OptimizerDeck, RowCells
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.deck import deck_title, frame_start, step_header, write_deck
 from app.draw.svg import esc as _e
 from app.draw.fmt import coord as _n
 from app.draw.fmt import coord2 as _n2
@@ -38,27 +38,17 @@ DASH = 8.0
 
 def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style)]
-    out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
-               f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
-               f'font-size="20">{_e(deck.title)}</text>')
-    out += _grid_labels(deck)
-    out += _bytes_bar(deck)
-    out += _chart_axes(deck)
+    under = [deck_title(deck.title, deck.width), *_grid_labels(deck), *_bytes_bar(deck),
+             *_chart_axes(deck)]
     cells = _Cells(deck, tips=not standalone, standalone=standalone)
-    defs = cells.defs()
+    defs = cells.defs()        # before the frames: a row's <use> refers to its definition
     if defs:
-        out.append(f"<defs>{defs}</defs>")
-    out.append(f'<g class="frames" font-size="{_n(deck.font)}" text-anchor="middle" '
-               f'font-weight="700" fill="{INK}">')
-    for f in deck.frames[:current + 1]:
-        out += _frame(cells, f, current, standalone)
-    out.append("</g>")
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(cells, f, current, standalone)
-                         for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
+        under.append(f"<defs>{defs}</defs>")
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda f: _frame(cells, f, current, standalone), standalone=standalone,
+                      caption=caption, style=style, under=under,
+                      group=f'font-size="{_n(deck.font)}" text-anchor="middle" '
+                            f'font-weight="700" fill="{INK}"')
 
 
 def _grid_labels(deck: OptimizerDeck) -> list[str]:
@@ -213,8 +203,7 @@ class _Cells:
 
 
 def _frame(cells: _Cells, f: FrameView, current: int, standalone: bool) -> list[str]:
-    css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
+    out = [frame_start(f.index, current, f.unit)]
     for row in f.rows:
         out += cells.row(row)
     if f.segment:
@@ -228,8 +217,7 @@ def _frame(cells: _Cells, f: FrameView, current: int, standalone: bool) -> list[
                         f"a6,6 0 0 1 -6,6h{_n(12 - w)}a6,6 0 0 1 -6,-6v{_n(12 - h)}"
                         f"a6,6 0 0 1 6,-6z" for x, y, w, h in f.outlines)
             out.append(f'<path class="only-current current-mark" d="{d}"/>')
-        out.append(f'<text class="only-current ink step-header" x="22" y="36" font-size="24" '
-                   f'text-anchor="start">{_e(f.header)}</text>')
+        out.append(step_header(f.header, anchor="start", weight=0, only_current=True))
         if f.formula:
             out.append(f'<text class="only-current ink rule" x="22" y="70" font-size="21" '
                        f'text-anchor="start" font-weight="400">{_e(f.formula)}</text>')

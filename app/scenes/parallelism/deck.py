@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.draw.fmt import coord
+from app.draw.shapes import Path, Rect, Text
 from app.sim.parallelism.layout import DENSE_AXES, Layout
 from app.sim.parallelism.simulate import ParallelismTrace
 
@@ -46,39 +47,6 @@ LINK_COLOURS = {"nvlink": "#1b9e77", "infiniband": "#d95f02"}
 LINK_NAMES = {"nvlink": "NVLink", "infiniband": "InfiniBand"}
 PHASE_TITLES = {"mesh": "The mesh", "nodes": "Nodes", "orders": "Which order?",
                 "torchrun": "Launch with torchrun"}
-
-
-@dataclass(frozen=True)
-class Text:
-    x: float
-    y: float
-    text: str
-    size: float = FONT
-    cls: str = "ink"
-    anchor: str = "start"
-    weight: int = 400
-    mono: bool = False
-    fill: str = ""
-
-
-@dataclass(frozen=True)
-class Box:
-    x: float
-    y: float
-    w: float
-    h: float
-    cls: str
-    fill: str = ""
-    stroke: str = ""
-
-
-@dataclass(frozen=True)
-class Path:
-    d: str
-    stroke: str
-    width: float = 3.0
-    dashed: bool = False
-    cls: str = "conn"
 
 
 @dataclass(frozen=True)
@@ -107,7 +75,7 @@ class Deck:
     height: int
     title: str
     detailed: bool
-    nodes: tuple[Box, ...]
+    nodes: tuple[Rect, ...]
     node_labels: tuple[Text, ...]
     cells: tuple[Cell, ...]
     cell_font: float
@@ -160,7 +128,7 @@ def _place(layout: Layout):
         oy = y0 + (ah - (nr * bh + (nr - 1) * 12)) / 2
         for n in range(layout.nodes):
             bx, by = ox + (n % nc) * (bw + 12), oy + (n // nc) * (bh + 12)
-            boxes.append(Box(round(bx, 1), round(by, 1), round(bw, 1), round(bh, 1), "node-box"))
+            boxes.append(Rect(round(bx, 1), round(by, 1), round(bw, 1), round(bh, 1), cls="node-box"))
             labels.append(Text(bx + 8, by + 20, f"node {n}", SMALL, "muted", weight=700))
             for local in range(per):
                 r = n * per + local
@@ -171,7 +139,7 @@ def _place(layout: Layout):
     rows = math.ceil(per / cols)
     s = min(48.0, (aw - 14) / cols, (200 - 34) / rows)
     bw, bh = cols * s + 14, rows * s + 34
-    boxes.append(Box(x0, y0, round(bw, 1), round(bh, 1), "node-box"))
+    boxes.append(Rect(x0, y0, round(bw, 1), round(bh, 1), cls="node-box"))
     labels.append(Text(x0 + 8, y0 + 20, f"node 0 (ranks 0–{per - 1}), every rank", SMALL,
                        "muted", weight=700))
     for local in range(per):
@@ -185,7 +153,7 @@ def _place(layout: Layout):
         shown -= 1
     for k in range(shown):
         bx, by = x0 + (k % per_row) * (bw2 + gap), top + (k // per_row) * (bh2 + gap)
-        boxes.append(Box(round(bx, 1), round(by, 1), bw2, bh2, "node-box"))
+        boxes.append(Rect(round(bx, 1), round(by, 1), bw2, bh2, cls="node-box"))
         labels.append(Text(bx + 8, by + 20, f"node {k}", SMALL, "muted", weight=700))
         first, last = k * per, k * per + per - 1
         labels.append(Text(bx + 8, by + 43, f"ranks {first}–{last}" if per > 1 else f"rank {k}",
@@ -193,13 +161,13 @@ def _place(layout: Layout):
     if more:
         k = shown
         bx, by = x0 + (k % per_row) * (bw2 + gap), top + (k // per_row) * (bh2 + gap)
-        boxes.append(Box(round(bx, 1), round(by, 1), bw2, bh2, "node-box more"))
+        boxes.append(Rect(round(bx, 1), round(by, 1), bw2, bh2, cls="node-box more"))
         labels.append(Text(bx + 8, by + 20, f"… {more} more", SMALL, "muted", weight=700))
         labels.append(Text(bx + 8, by + 43, f"to rank {world - 1}", SMALL, "ink"))
     return detailed, s, boxes, labels, spots
 
 
-def node_box_of(deck_nodes: tuple[Box, ...], node: int, detailed: bool) -> Box | None:
+def node_box_of(deck_nodes: tuple[Rect, ...], node: int, detailed: bool) -> Rect | None:
     """The box drawing ``node`` (in a summary, box 0 is node 0's detail, box k+1 node k)."""
     index = node if detailed else node + 1
     if index < len(deck_nodes) and "more" not in deck_nodes[index].cls:
@@ -390,13 +358,13 @@ def _group_shapes(g: _Geometry, kind: str, colour_of) -> list:
         points = _member_path(g, tuple(drawn))
         for (a, b), d in zip(zip(drawn, drawn[1:]), _arcs(points)):
             colour, dashed = colour_of(a, b)
-            out.append(Path(d, colour, 4.5 if i == 0 else 3.0, dashed,
-                            "conn first" if i == 0 else "conn"))
+            out.append(Path(d, stroke=colour, width=4.5 if i == 0 else 3.0, dashed=dashed,
+                            cls="conn first" if i == 0 else "conn"))
         if i == 0:
             for r in drawn:
                 c = g.cells[r]
-                out.append(Box(c.x + 1, c.y + 1, c.s - 2, c.s - 2, "first-member",
-                               stroke=colour_of(group[0], group[-1])[0]))
+                out.append(Rect(c.x + 1, c.y + 1, c.s - 2, c.s - 2, cls="first-member",
+                                stroke=colour_of(group[0], group[-1])[0]))
     if not g.detailed:   # the first group's other nodes, outlined in the summary grid
         first = groups[0]
         touched: dict[int, int] = {}
@@ -406,7 +374,7 @@ def _group_shapes(g: _Geometry, kind: str, colour_of) -> list:
         for node, count in touched.items():
             box = node_box_of(g.boxes, node, False)
             if box is not None and node > 0:
-                out.append(Box(box.x, box.y, box.w, box.h, "first-node", stroke=colour))
+                out.append(Rect(box.x, box.y, box.w, box.h, cls="first-node", stroke=colour))
                 out.append(Text(box.x + box.w - 8, box.y + 20, f"{count}", SMALL, "ink", "end",
                                 700))
     return out
@@ -442,7 +410,7 @@ def _groups(trace, g: _Geometry, axis: str) -> list:
             head.append((f"… {len(groups) - len(shown)} more", SMALL, "muted", 400, False))
         head.append(("", SMALL, "", 400, False))
         head.append(("thick: the first group (rank 0's)", SMALL, "muted", 400, False))
-    out.insert(0, Box(PANEL_X, 66, 26, 8, "swatch", fill=colour))
+    out.insert(0, Rect(PANEL_X, 66, 26, 8, cls="swatch", fill=colour))
     out += [t if t.y > 84 else Text(PANEL_X + 34, t.y, t.text, t.size, t.cls, weight=t.weight)
             for t in _panel_text(head)]
     out += _cell_notes(g, axis if axis in DENSE_AXES + ("ep",) else None, coords=False)
@@ -463,7 +431,7 @@ def _nodes(trace, g: _Geometry) -> list:
     out: list = []
     for box in g.boxes:
         if "more" not in box.cls:
-            out.append(Box(box.x, box.y, box.w, box.h, "node-focus"))
+            out.append(Rect(box.x, box.y, box.w, box.h, cls="node-focus"))
     lines = [(f"{layout.nodes} node{'s' if layout.nodes > 1 else ''} × "
               f"{min(layout.world, layout.gpus_per_node)} GPUs", FONT, "ink", 700, False),
              (f"rank r → node r // {layout.gpus_per_node}, local rank r % "
@@ -503,9 +471,9 @@ def _traffic(trace, g: _Geometry, over: str) -> list:
         y = top + i * 40
         w = max(2.0, (PANEL_W - 150) * f.bytes_per_step / biggest)
         out.append(Text(PANEL_X, y + 20, f.group, SMALL, "ink", weight=700))
-        out.append(Box(PANEL_X + 48, y + 4, round(w, 1), 22,
-                       "bar " + f.link + (" current-bar" if f is flow else ""),
-                       fill=LINK_COLOURS[f.link]))
+        out.append(Rect(PANEL_X + 48, y + 4, round(w, 1), 22,
+                        cls="bar " + f.link + (" current-bar" if f is flow else ""),
+                        fill=LINK_COLOURS[f.link]))
         out.append(Text(PANEL_X + 56 + w, y + 20, f"{f.bytes_per_step / 1e9:.3g} GB", SMALL,
                         "ink", weight=700 if f is flow else 400))
     y = top + len(trace.flows) * 40 + 16
@@ -513,8 +481,8 @@ def _traffic(trace, g: _Geometry, over: str) -> list:
     return out
 
 
-def _cover() -> Box:
-    return Box(0, 50, WIDTH, LEGEND_Y - 70, "cover")
+def _cover() -> Rect:
+    return Rect(0, 50, WIDTH, LEGEND_Y - 70, cls="cover")
 
 
 def _orders(trace) -> list:
@@ -536,9 +504,9 @@ def _orders(trace) -> list:
                                            "different pipeline stages", SMALL, "muted"))
             continue
         w = max(2.0, bar_w * o.inter_node_bytes / biggest)
-        out.append(Box(bar_x, y + 4, round(w, 1), 28,
-                       "bar infiniband" + (" current-bar" if chosen else ""),
-                       fill=LINK_COLOURS["infiniband"]))
+        out.append(Rect(bar_x, y + 4, round(w, 1), 28,
+                        cls="bar infiniband" + (" current-bar" if chosen else ""),
+                        fill=LINK_COLOURS["infiniband"]))
         crossing = ", ".join(o.crossing) if o.crossing else "nothing"
         out.append(Text(bar_x + w + 10, y + 22,
                         f"{o.inter_node_bytes / 1e9:.3g} GB, {o.inter_node_s * 1e3:.3g} ms · "
@@ -599,8 +567,8 @@ def _legend() -> tuple:
     out: list = []
     x = 22.0
     for link in ("nvlink", "infiniband"):
-        out.append(Path(f"M{coord(x)},{coord(LEGEND_Y)} h30", LINK_COLOURS[link], 4.0,
-                        link == "infiniband", "legend-line"))
+        out.append(Path(f"M{coord(x)},{coord(LEGEND_Y)} h30", stroke=LINK_COLOURS[link],
+                        width=4.0, dashed=link == "infiniband", cls="legend-line"))
         label = f"{LINK_NAMES[link]} (inside a node)" if link == "nvlink" else \
             f"{LINK_NAMES[link]} (between nodes)"
         out.append(Text(x + 38, LEGEND_Y + 5, label, SMALL, "muted"))
@@ -608,7 +576,7 @@ def _legend() -> tuple:
     out.append(Text(x, LEGEND_Y + 5, "axes:", SMALL, "muted"))
     x += 46
     for kind in KINDS:
-        out.append(Box(x, LEGEND_Y - 5, 22, 10, "swatch", fill=AXIS_COLOURS[kind]))
+        out.append(Rect(x, LEGEND_Y - 5, 22, 10, cls="swatch", fill=AXIS_COLOURS[kind]))
         out.append(Text(x + 28, LEGEND_Y + 5, kind, SMALL, "muted"))
         x += 64
     out.append(Text(x + 4, LEGEND_Y + 5, "· hover a rank", SMALL, "muted"))

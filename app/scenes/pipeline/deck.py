@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.draw.box import Box
-from app.draw.fmt import sig4
 from app.draw.layout import LINE, Legend, heading, legend_rows
 from app.draw.plot import linear_ticks
 from app.draw.text import text_width, wrap
+from app.humanize import sig4
 from app.scenes.pipeline import deck_layers as draw
 from app.scenes.pipeline.deck_layers import SUMMARY_COLOURS, Arrow, Block, TimeAxis, pass_fill
 from app.sim.pipeline.captions import EPS

@@ -15,9 +15,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.draw.fmt import sig4
 from app.draw.palette import PASS, mix, text_on
 from app.draw.text import text_width
+from app.humanize import sig4
 from app.sim.pipeline.captions import EPS
 from app.sim.pipeline.schedules import KIND_NAMES, KINDS
 

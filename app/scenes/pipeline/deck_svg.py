@@ -5,7 +5,7 @@ are outlined, its arrows show), and the cursor and header are drawn once, at its
 (static/js/pipeline.js moves them when the player shows another frame). The frames after it are
 not part of the drawing yet: they follow the ``<svg>`` in an inert
 ``<template class="deck-later">`` as empty layers that carry their markup in an attribute
-(:func:`app.draw.svg.later_frames`), so a slider move costs the browser neither their style
+(:func:`app.draw.deck.later_frames`), so a slider move costs the browser neither their style
 and layout nor the parsing of their elements; static/js/player.js moves a layer into the deck
 and makes its elements when it is needed. Without JavaScript the page shows the frame in
 its URL, which needs no later frame. ``standalone`` is a file of its own: the style sheet
@@ -17,45 +17,36 @@ numbers and generated texts here need no escaping (the few free texts are escape
 
 from __future__ import annotations
 
-from html import escape
-
 from markupsafe import Markup
 
-from app.scenes.pipeline.deck import Deck, FrameView
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.palette import PASS, mix
+from app.draw.svg import esc, esc_attr
+from app.scenes.pipeline.deck import Deck, FrameView
 
 MB_SWATCH = (PASS["F"], mix(PASS["F"], "#000000", 0.22), PASS["F"], mix(PASS["F"], "#000000", 0.22))
+DEFS = ('<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" height="8" '
+        'patternTransform="rotate(45)"><line class="idle-line" x1="0" y1="0" x2="0" y2="8"/>'
+        '</pattern><pattern id="pp-hatch" patternUnits="userSpaceOnUse" width="7" height="7" '
+        'patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" y2="7" stroke="#ffffff" '
+        'stroke-width="2.2" stroke-opacity="0.75"/></pattern>')
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
-    height = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(deck.width, deck.height, deck.title, standalone=standalone, style=style,
-                     cls="deck pipeline-deck", box=deck.box,
-                     defs='<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" '
-                          'height="8" patternTransform="rotate(45)"><line class="idle-line" '
-                          'x1="0" y1="0" x2="0" y2="8"/></pattern>'
-                          '<pattern id="pp-hatch" patternUnits="userSpaceOnUse" width="7" '
-                          'height="7" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" '
-                          'y2="7" stroke="#ffffff" stroke-width="2.2" stroke-opacity="0.75"/>'
-                          '</pattern>')]
-    out.append(f'<rect class="bg" x="0" y="0" width="{deck.width}" height="{height}"/>'
-               f'<text class="muted title" text-anchor="end" font-size="{deck.small}">'
-               + "".join(f'<tspan x="{x}" y="{y}">{escape(t)}</tspan>'
-                         for x, y, t in deck.title_lines) + "</text>")
-    out += _lanes(deck, standalone)
-    out.append(f'<g class="frames" font-size="{deck.font}" text-anchor="middle">')
-    for f in deck.frames[:current + 1]:
-        out += _frame(deck, f, current, standalone)
-    out.append("</g>")
-    out += _now(deck, deck.frames[current])
-    out.append('<g class="pp-hover" aria-hidden="true"></g>')
-    out += _legend(deck)
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
-
+    # the title (and a summarised timeline's note) right-aligned, a line each
+    under = [f'<text class="muted title" text-anchor="end" font-size="{deck.small}">'
+             + "".join(f'<tspan x="{x}" y="{y}">{esc(t)}</tspan>' for x, y, t in deck.title_lines)
+             + "</text>"]
+    under += _lanes(deck, standalone)
+    over = _now(deck, deck.frames[current])
+    over.append('<g class="pp-hover" aria-hidden="true"></g>')
+    over += _legend(deck)
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda f: _frame(deck, f, current, standalone), standalone=standalone,
+                      caption=caption, style=style, defs=DEFS, cls="deck pipeline-deck",
+                      under=under, over=over, box=deck.box,
+                      group=f'font-size="{deck.font}" text-anchor="middle"')
 
 
 def _lanes(deck: Deck, standalone: bool) -> list[str]:
@@ -101,12 +92,10 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
     passes that start in it are outlined by a style (class "marked"), its arrows are drawn
     here, and the cursor, veil and header are drawn once (:func:`_now`) from the data
     attributes of the current layer (static/js/pipeline.js moves them)."""
-    cls = "frame current" if f.index == current else "frame"
-    if f.marked:
-        cls += " marked"
-    hidden = ' display="none"' if f.index > current else ""
-    out = [f'<g class="{cls}" data-frame="{f.index}" data-x="{f.cursor}" data-pill="{f.pill}" '
-           f'data-t="{f.cursor_label}" data-head="{f.header}" data-unit="{f.unit}"{hidden}>']
+    out = [frame_start(f.index, current, f.unit, classes=" marked" if f.marked else "",
+                       data=f' data-x="{f.cursor}" data-pill="{f.pill}" '
+                            f'data-t="{esc_attr(f.cursor_label)}" data-head="{esc_attr(f.header)}"',
+                       hidden=f.index > current)]
     if f.idle:
         out.append(f'<path class="idle" d="{f.idle}"/>')
     if f.memory:
@@ -148,9 +137,8 @@ def _now(deck: Deck, f: FrameView) -> list[str]:
                f'<rect class="cursor-pill" x="{f.pill - deck.pill_w / 2:.1f}" y="{pill_y}" '
                f'width="{deck.pill_w}" height="{pill_h}" rx="{pill_h / 2:.1f}"/>'
                f'<text class="cursor-label" x="{f.pill}" y="{pill_y + pill_h / 2:.1f}" '
-               f'dy="0.35em" text-anchor="middle" font-size="{small}">{f.cursor_label}</text></g>'
-               f'<text class="ink step-header" x="{x}" y="{y}" font-size="{size}" '
-               f'font-weight="700">{f.header}</text></g>')
+               f'dy="0.35em" text-anchor="middle" font-size="{small}">{esc(f.cursor_label)}'
+               f'</text></g>' + step_header(f.header, x=x, y=y, size=size) + "</g>")
     return out
 
 

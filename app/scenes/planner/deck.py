@@ -12,7 +12,8 @@ import re
 from markupsafe import Markup
 
 from app.draw.plot import linear_ticks
-from app.draw.svg import deck_end, deck_open, esc
+from app.draw.deck import frame_start, step_header, write_deck
+from app.draw.svg import esc
 
 GIB = 2 ** 30
 HALO = 'paint-order="stroke" stroke="#fff" stroke-width="4" stroke-linejoin="round"'
@@ -62,12 +63,12 @@ UNITS = ("every mix", "the Pareto front", "the best mix's budget")
 
 def _header(k: int, text: str) -> str:
     """Frame k's header line, shown while it is current (the style of every deck's header)."""
-    return (f'<text class="only-current ink step-header" x="20" y="34" font-size="22" '
-            f'font-weight="700">{esc(text)}</text>')
+    return step_header(text, x=20, y=34, size=22, only_current=True)
 
 
 def _open(k: int) -> str:
-    return f'<g class="frame" data-frame="{k}" data-unit="{UNITS[k]}" font-size="17">'
+    """Frame k's layer (never marked current: every layer stays drawn)."""
+    return frame_start(k, -1, UNITS[k], after=' font-size="17"')
 
 
 def render(trace, current: int, *, standalone: bool = False, caption=(), style="") -> Markup:
@@ -92,9 +93,6 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
     def y(t):
         return PY + PH - PH * t / ymax
 
-    out = [deck_open(W, H, "Planner: every mix, memory against throughput", standalone=standalone,
-                     style=style),
-           f'<rect class="bg" x="0" y="0" width="{W}" height="{H}" fill="#fff"/>']
     layers = []
     p = trace.params
     short = re.sub(r"\s*\d+\s*GB$", "", gpu.name)      # "H100 80 GB" → "H100"
@@ -170,11 +168,11 @@ def render(trace, current: int, *, standalone: bool = False, caption=(), style="
             f2.append(f'<text x="{bx + bw + 10}" y="{yy:.1f}">{LABELS[kind]} {pct:.0f} %</text>')
         f2.append("</g>")
         layers.append(f2)
-    out.append('<g class="frames">')  # what static/js/player.js adds later frames to
-    out += [part for layer in layers[:current + 1] for part in layer]
-    out.append("</g>")
-    out.append(deck_end(standalone, caption, H, (layer for layer in layers[current + 1:])))
-    return Markup("".join(out))
+    # its own background: white under the scatter, the drawing's height even in a file
+    return write_deck(W, H, "Planner: every mix, memory against throughput", layers, current,
+                      list, standalone=standalone, caption=caption, style=style, bg=False,
+                      under=[f'<rect class="bg" x="0" y="0" width="{W}" height="{H}" '
+                             f'fill="#fff"/>'])
 
 
 def _later_note() -> str:

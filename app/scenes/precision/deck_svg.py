@@ -20,29 +20,20 @@ from markupsafe import Markup
 
 from app.scenes.precision.deck import (Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame,
                                  binade_label, values)
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc
+from app.draw.deck import (background, deck_open, deck_title, frame_start, legend_labels,
+                           step_header, write_deck)
+from app.draw.plot import tick_marks
+from app.draw.svg import esc_attr as _e
 from app.draw.fmt import coord as _n
 from app.draw.fmt import coord2 as _n2
 
 BIT_H = 28
 
 
-
-
-def _e(text: str) -> str:
-    """``text`` escaped for content and double-quoted attributes."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    return text.replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-
-def _open(width: int, height: int, label: str, standalone: bool = False,
-          style: str = "") -> list[str]:
-    """A drawing ``height`` tall: its ``<svg>`` start tag and background (under the caption
-    too, when it is a file of its own)."""
-    total = height + (CAPTION_HEIGHT if standalone else 0)
-    return [deck_open(width, height, label, standalone=standalone, style=style),
-            f'<rect class="bg" x="0" y="0" width="{width}" height="{total}"/>']
+def _open(width: int, height: int, label: str) -> list[str]:
+    """A figure's ``<svg>`` start tag and background (the bits and the ranges: one picture, no
+    frames)."""
+    return [deck_open(width, height, label, standalone=False), background(width, height)]
 
 
 def _boxes(boxes, r: float = 0.0) -> str:
@@ -161,59 +152,41 @@ def range_svg(fig: RangeFigure) -> Markup:
 
 def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
               caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    out = _open(deck.width, deck.height, deck.title, standalone, style)
-    out.append(f'<text class="ink title" x="{deck.width - 18}" y="34" text-anchor="end" '
-               f'font-size="18">{_e(deck.title)}</text>')
+    under = [deck_title(deck.title, deck.width, size=18)]
     base = deck.hist_base
     for z in deck.zones:
-        out.append(f'<rect x="{_n(z.x)}" y="96" width="{_n(z.w)}" height="{_n(base - 96)}" '
-                   f'fill="{z.fill}" class="zone"/>')
-    out.append('<g class="muted" text-anchor="middle" font-size="16">')
-    out += [f'<text x="{_n2(z.x + z.w / 2)}" y="116">{_e(z.label)}</text>'
-            for z in deck.zones if z.w > 90]
-    out += [f'<text x="{_n(t.x)}" y="{_n(base + 20)}">{_e(t.label)}</text>' for t in deck.ticks]
-    out.append("</g>")
+        under.append(f'<rect x="{_n(z.x)}" y="96" width="{_n(z.w)}" height="{_n(base - 96)}" '
+                     f'fill="{z.fill}" class="zone"/>')
+    under.append('<g class="muted" text-anchor="middle" font-size="16">')
+    under += [f'<text x="{_n2(z.x + z.w / 2)}" y="116">{_e(z.label)}</text>'
+              for z in deck.zones if z.w > 90]
+    under += [f'<text x="{_n(t.x)}" y="{_n(base + 20)}">{_e(t.label)}</text>' for t in deck.ticks]
+    under.append("</g>")
     if deck.ghost:
-        out.append(f'<path class="ghost" d="{_boxes((b.x, b.y, b.w, b.h) for b in deck.ghost)}"/>')
-    out.append(f'<line class="axisline" x1="{_n(deck.hist_left)}" x2="{_n(deck.hist_right)}" '
-               f'y1="{_n(base)}" y2="{_n(base)}"/><text class="muted" '
-               f'x="{_n(deck.hist_left - 10)}" y="{_n(base - 4)}" text-anchor="end" '
-               f'font-size="16">|S·g|</text>')
+        under.append(f'<path class="ghost" d="{_boxes((b.x, b.y, b.w, b.h) for b in deck.ghost)}"/>')
+    under.append(f'<line class="axisline" x1="{_n(deck.hist_left)}" x2="{_n(deck.hist_right)}" '
+                 f'y1="{_n(base)}" y2="{_n(base)}"/><text class="muted" '
+                 f'x="{_n(deck.hist_left - 10)}" y="{_n(base - 4)}" text-anchor="end" '
+                 f'font-size="16">|S·g|</text>')
     left, top, right, bottom = deck.timeline
-    out.append(f'<text class="ink" x="{_n(left)}" y="{_n(top - 14)}" font-size="16" '
-               f'font-weight="650">loss scale S at each step (✗: overflow, step skipped)</text>')
-    if deck.y_ticks:
-        out.append('<path class="gridline" d="'
-                   + "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y, _ in deck.y_ticks) + '"/>')
-    out.append('<g class="muted" font-size="16"><g text-anchor="end">')
-    out += [f'<text x="{_n(left - 10)}" y="{_n(y + 5)}">{_e(label)}</text>'
-            for y, label in deck.y_ticks]
-    out.append('</g><g text-anchor="middle">')
-    out += [f'<text x="{_n(x)}" y="{_n(bottom + 22)}">{_e(label)}</text>'
-            for x, label in deck.x_ticks]
-    out.append("</g></g>")
-    out.append('<g class="frames">')
-    for f in deck.frames[:current + 1]:
-        out += _frame(deck, f, current, standalone)
-    out.append("</g>")
-    out.append('<g class="legend">')
+    under.append(f'<text class="ink" x="{_n(left)}" y="{_n(top - 14)}" font-size="16" '
+                 f'font-weight="650">loss scale S at each step (✗: overflow, step skipped)</text>')
+    under += tick_marks(left, right, bottom, deck.y_ticks, deck.x_ticks, _n)
+    over = ['<g class="legend">']
     for x, colour, text in deck.legend:
         if colour == "none":
-            out.append(f'<rect class="ghost" x="{_n(x)}" y="690" width="18" height="16"/>')
+            over.append(f'<rect class="ghost" x="{_n(x)}" y="690" width="18" height="16"/>')
         else:
-            out.append(f'<rect x="{_n(x)}" y="690" width="18" height="16" rx="2" '
-                       f'fill="{colour}"/>')
-    out.append('<g class="muted" font-size="16">')
-    out += [f'<text x="{_n(x + 24)}" y="703">{_e(text)}</text>' for x, _, text in deck.legend]
-    out.append("</g></g>")
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
+            over.append(f'<rect x="{_n(x)}" y="690" width="18" height="16" rx="2" '
+                        f'fill="{colour}"/>')
+    over += [legend_labels(((x, text) for x, _, text in deck.legend), 703, _n), "</g>"]
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda f: _frame(deck, f, current, standalone), standalone=standalone,
+                      caption=caption, style=style, under=under, over=over)
 
 
 def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> list[str]:
-    css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
+    out = [frame_start(f.index, current, f.unit)]
     pt = f.point
     if pt:
         if pt.line:
@@ -247,8 +220,7 @@ def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> li
             if pt:
                 out.append(f'<circle class="current-mark" cx="{_n(pt.x)}" cy="{_n(pt.y)}" '
                            f'r="11"/>')
-        out.append(f'<text class="ink step-header" x="22" y="36" font-size="24" '
-                   f'font-weight="700">{_e(f.header)}</text></g>')
+        out.append(step_header(f.header) + "</g>")
     out.append("</g>")
     return out
 

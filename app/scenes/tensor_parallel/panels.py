@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.sim.tensor_parallel.scale import Scale, Variant
-from app.draw.fmt import human_bytes, human_time_us
+from app.humanize import human_bytes, human_time_us
 from app.draw.plot import line_chart
 
 OP_NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.draw.fmt import human_time_us
+from app.humanize import human_time_us
 from app.draw.palette import PASS, mix, text_on
 from app.draw.plot import linear_ticks
 from app.scenes.parallelism.deck import AXIS_COLOURS

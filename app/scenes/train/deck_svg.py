@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, esc, spans_text
+from app.draw.deck import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.svg import esc, spans_text
 from app.scenes.train.deck import BOTTOM, LEFT, RIGHT, TOP, Deck, FrameView, Rect
 
 PATTERNS = ('<pattern id="tr-bubble-hatch" width="8" height="8" patternUnits="userSpaceOnUse">'

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from pydantic import ValidationError
 
 from app.caches import DECKS, memoised
-from app.draw.fmt import human_bytes, human_time_us
+from app.humanize import human_bytes, human_time_us
 from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.parallelism import deck as mesh_view

@@ -20,10 +20,10 @@ from app.sim.memory import model_states
 from app.sim.mesh import node_of
 from app.sim.zero.simulate import STAGE_NAMES, ZeroTrace
 from app.sim.zero.frames import ROWS
-from app.scenes.collective.deck import Label
+from app.draw.shapes import Label
 from app.draw.palette import SUMMED as COMPLETE
 from app.draw.geometry import Point, arrow
-from app.draw.palette import CATEGORY, SERIES, rank_colour, text_on
+from app.draw.palette import CATEGORY, rank_colour, text_on
 from app.scenes.zero.deck_grid import (MAX_TITLED, REPLICATED, ROW_NAMES, Cell, Numbers, colour,
                                  display_columns, frame_cells, grid_layout, tip)
 from app.scenes.zero.panels import human_count, human_gb

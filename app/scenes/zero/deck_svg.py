@@ -12,35 +12,24 @@ inlined, concrete colours, frames up to ``current`` only, the caption underneath
 
 from __future__ import annotations
 
-from html import escape
-
 from markupsafe import Markup
 
+from app.draw.deck import deck_title, frame_start, step_header, write_deck
+from app.draw.svg import arrow, esc, spans_text
 from app.scenes.zero.deck import Deck, FrameView
-from app.draw.svg import CAPTION_HEIGHT, deck_end, deck_open, spans_text, esc
+
+DEFS = ('<pattern id="pad-hatch" patternUnits="userSpaceOnUse" width="7" height="7" '
+        'patternTransform="rotate(45)"><rect width="7" height="7" fill="#d9dde3"/>'
+        '<line x1="0" y1="0" x2="0" y2="7" stroke="#7d8896" stroke-width="3"/></pattern>')
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    w = deck.width
-    h = deck.height + (CAPTION_HEIGHT if standalone else 0)
-    out = [deck_open(w, deck.height, deck.title, standalone=standalone, style=style,
-                     defs='<pattern id="pad-hatch" patternUnits="userSpaceOnUse" width="7" '
-                          'height="7" patternTransform="rotate(45)"><rect width="7" height="7" '
-                          'fill="#d9dde3"/><line x1="0" y1="0" x2="0" y2="7" stroke="#7d8896" '
-                          'stroke-width="3"/></pattern>')]
-    out.append(f'<rect class="bg" x="0" y="0" width="{w}" height="{h}"/>')
-    out.append(f'<text class="ink title" x="{w - 18}" y="34" text-anchor="end" font-size="20">'
-               f'{escape(deck.title)}</text>')
-    out += _grid_frame(deck)
-    out.append(f'<g class="frames" font-size="{deck.font}">')
-    for f in deck.frames[:current + 1]:
-        out += _frame(deck, f, current, standalone)
-    out.append("</g>")
-    out += _legend(deck)
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
-    return Markup("".join(out))
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
+                      lambda f: _frame(deck, f, current, standalone), standalone=standalone,
+                      caption=caption, style=style, defs=DEFS,
+                      under=[deck_title(deck.title, deck.width), *_grid_frame(deck)],
+                      over=_legend(deck), group=f'font-size="{deck.font}"')
 
 
 def _grid_frame(deck: Deck) -> list[str]:
@@ -84,11 +73,10 @@ def _grid_frame(deck: Deck) -> list[str]:
 
 
 def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str]:
-    css = "frame current" if f.index == current else "frame"
-    out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
+    out = [frame_start(f.index, current, f.unit)]
     tips = f.tips if not standalone else ()
     for k, c in enumerate(f.cells):
-        tip = f' data-tip="{escape(tips[k])}"' if tips else ""
+        tip = f' data-tip="{esc(tips[k])}"' if tips else ""
         box = f'x="{c.x}" y="{c.y}" width="{c.w}" height="{c.h}"'
         if c.cls:
             out.append(f'<rect class="{c.cls}" {box}{tip}/>')
@@ -134,14 +122,9 @@ def _overlays(deck: Deck, f: FrameView) -> list[str]:
     out.append("</g>")
     if f.arrows:
         out.append('<g class="only-current arrows">')
-        for a in f.arrows:
-            dash = ' stroke-dasharray="10 6"' if a.dashed else ""
-            out.append(f'<g class="arrow"><path d="{a.d}" fill="none" stroke="{a.colour}" '
-                       f'stroke-width="3.5"{dash} stroke-linecap="round"/>'
-                       f'<polygon points="{a.head}" fill="{a.colour}"/></g>')
+        out += [arrow(a.d, a.head, a.colour, 3.5, dashed=a.dashed) for a in f.arrows]
         out.append("</g>")
-    out.append('<text class="only-current ink step-header" x="22" y="36" font-size="24" '
-               f'font-weight="700">{f.header}</text>')
+    out.append(step_header(f.header, only_current=True))
     return out
 
 

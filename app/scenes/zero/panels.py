@@ -8,7 +8,7 @@ import math
 from app.sim.memory import model_states
 from app.sim.zero.simulate import ZeroTrace
 from app.draw.lanes import lane_chart, lane_svg
-from app.draw.fmt import human_bytes
+from app.humanize import human_bytes
 from app.draw.plot import line_chart
 
 GB = 1e9

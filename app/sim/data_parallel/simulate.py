@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from app.humanize import human_time_us
 from app.sim.data_parallel import buckets as ddp_buckets
-
 from app.sim.data_parallel import fsdp_timeline
-
 from app.sim.data_parallel import step_timeline
 from app.sim.collectives.cost import BYTES_PER_ELEMENT, Links
 from app.sim.data_parallel.training import Training, train
@@ -168,7 +167,6 @@ def _moments(t: step_timeline.StepTimeline) -> tuple[Moment, ...]:
 
 
 def _caption(p, t: step_timeline.StepTimeline, moments, k: int) -> str:
-    from app.draw.fmt import human_time_us
     m = moments[k]
     if k == 0:
         intro = {

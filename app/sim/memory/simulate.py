@@ -14,7 +14,7 @@ from app.sim.memory.ledger import CATEGORIES, MODEL_STATES, Ledger, MemoryConfig
 from app.sim.memory.fit import (Convention, Fit, Peaks, Suggestion, deepspeed_comparison, fit,
                                 plan, suggestions)
 from app.sim.trace import Frame
-from app.draw.fmt import human_bytes
+from app.humanize import human_bytes
 
 if TYPE_CHECKING:
     from app.sim.memory.params import MemoryParams

@@ -14,7 +14,7 @@ import numpy as np
 
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.schedules import KIND_NAMES, Schedule, decode
-from app.draw.fmt import sig4
+from app.humanize import sig4
 
 MAX_FRAMES = 200
 """More moments than this and each frame covers a run of consecutive moments."""

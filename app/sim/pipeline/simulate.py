@@ -28,7 +28,7 @@ import orjson
 
 from app.caches import TRACES, memoised
 from app.sim.pipeline.captions import PipelineFrame, make_frames
-from app.draw.fmt import sig4
+from app.humanize import sig4
 from app.sim.pipeline.to_json import trace_json
 from app.sim.pipeline.passes import (Flat, Links, Memory, Timeline, Times, communication,
                                      memory, timeline, validate)

@@ -23,7 +23,7 @@ from app.sim.tensor_parallel.blocks import grads_caption
 from app.sim.tensor_parallel.inputs import BlockInputs
 from app.sim.tensor_parallel.linear import column_backward, column_forward, sum_partials
 from app.sim.tensor_parallel.ops import all_gather, all_reduce, split
-from app.draw.fmt import caption_number
+from app.humanize import caption_number
 from app.sim.tensor_parallel.program import (BlockResult, FlowNode, Recorder, Step, compare, dims,
                                 sum_text)
 from app.sim.tensor_parallel.reference import Reference

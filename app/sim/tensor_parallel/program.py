@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from app.draw.fmt import caption_number
+from app.humanize import caption_number
 
 REPLICATED = -1
 """the same value on every rank (an input every rank holds, or a replicated computation)"""

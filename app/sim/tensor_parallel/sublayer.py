@@ -26,7 +26,7 @@ from app.sim.tensor_parallel.linear import column_backward, column_forward, row_
 from app.sim.tensor_parallel.ops import (all_reduce, attention_heads, attention_heads_backward, concat_heads,
                             gelu, gelu_grad, layer_norm, layer_norm_backward, merge_heads, split,
                             split_heads, unconcat_heads)
-from app.draw.fmt import caption_number
+from app.humanize import caption_number
 from app.sim.tensor_parallel.program import BlockResult, FlowNode, Recorder, Step, compare, dims
 from app.sim.tensor_parallel.reference import Reference
 

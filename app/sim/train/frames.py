@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from app.draw.fmt import human_time_us
+from app.humanize import human_time_us
 
 MAX_FRAMES = 40
 """At most this many steps: beyond, every k-th pass start."""

@@ -165,14 +165,3 @@ def head_backward(pr, p, z: Sizes) -> None:
     pr.compute(BACKWARD * 2 * z.n * p.hidden * p.vocab // p.tp, BACKWARD * KERNELS["head"])
     pr.collective("tp", "reduce_scatter" if z.sp else "all_reduce", z.n * p.hidden * z.e)
     pr.compute(0, BACKWARD * KERNELS["norm"])
-
-
-def block_cost(s: Shape, n: int, element_bytes: int) -> tuple[float, float]:
-    """(FLOPs, kernels) of one block's forward and backward on one rank that holds it whole
-    (no parallelism): what workers/train/calibrate.py times to measure the per-op cost."""
-    from app.sim.train.program import Program
-    pr = Program(0, {k: (0,) for k in ("tp", "cp", "pp", "ep", "dp_cp", "edp", "world")})
-    z = Sizes(n, s.hidden, element_bytes, 1, 1, False)
-    block_forward(pr, s, z, "none")
-    block_backward(pr, s, z, "none", False)
-    return pr.pending, pr.pending_kernels

@@ -279,3 +279,13 @@ def _schedule(programs: list[Program], machines: tuple[Machine, ...]) -> tuple[S
                                tuple(j.deps), j.kind) for j in merged])
         out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6))
     return tuple(out)
+
+
+def block_cost(s: Shape, n: int, element_bytes: int) -> tuple[float, float]:
+    """(FLOPs, kernels) of one block's forward and backward on one rank that holds it whole
+    (no parallelism): what workers/train/calibrate.py times to measure the per-op cost."""
+    pr = Program(0, {k: (0,) for k in ("tp", "cp", "pp", "ep", "dp_cp", "edp", "world")})
+    z = Sizes(n, s.hidden, element_bytes, 1, 1, False)
+    block_forward(pr, s, z, "none")
+    block_backward(pr, s, z, "none", False)
+    return pr.pending, pr.pending_kernels

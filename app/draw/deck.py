@@ -1,0 +1,190 @@
+"""The frame writer: one scene's deck as one SVG, whatever the scene (every ``deck_svg.py``).
+
+A deck is a drawing and its frames, one layer each. :func:`write_deck` writes the whole of it:
+
+1. the ``<svg>`` start tag and its ``<defs>`` (:func:`deck_open`), the background, then what
+   the deck draws once beneath every frame (``under``: its title, axes, lanes …);
+2. ``<g class="frames">`` holding frames 0 … ``current``, each a layer that ``frame(f)``
+   writes as a list of markup parts, its ``<g>`` started by :func:`frame_start`;
+3. what the deck draws once above the frames (``over``: a legend, a cursor …);
+4. the close (:func:`deck_end`): a page's deck is followed by its later frames as inert lazy
+   layers (:func:`later_frames`), which static/js/player.js makes when the player reaches them;
+   a standalone file (an export) gets its caption under the drawing instead.
+
+So a slider's swap costs the browser the style and layout of the frames up to the one shown,
+never the later ones. Every deck's title (:func:`deck_title`) and step header
+(:func:`step_header`) is written here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from markupsafe import Markup
+
+from app.draw.fmt import coord
+from app.draw.svg import FONT, SVG_NS, esc, esc_attr
+from app.draw.text import fits, wrap
+
+CAPTION_HEIGHT = 90          # room under a standalone deck for its caption
+
+
+def deck_open(width: float, height: float, label: str, *, standalone: bool, style: str = "",
+              defs: str = "", cls: str = "deck", box: Any = None) -> str:
+    """A deck's ``<svg>`` start tag and its ``<defs>``: ``height`` is the drawing's; a
+    standalone file (an export) gets the caption's room beneath it, a size of its own and the
+    style sheet inlined; ``defs`` holds the deck's patterns and gradients. A deck laid out for
+    its ``box`` (app/draw/box.py) says so on a page: ``data-box`` and ``data-font`` are what it
+    was asked for (static/js/box.js compares them with its frame), ``--deck-width`` the width
+    it was drawn at (a phone's frame scrolls a wider deck sideways)."""
+    if standalone:
+        height += CAPTION_HEIGHT
+    size = f'width="{width}" height="{height}" ' if standalone else ""
+    if box is not None and not standalone:
+        size = (f'data-box="{box.key}" data-font="{box.font:g}" '
+                f'style="--deck-width: {coord(width)}px" ')
+    inner = (f"<style>{style}</style>" if style else "") + defs
+    return (f'<svg xmlns="{SVG_NS}" class="{cls}" viewBox="0 0 {width} {height}" {size}'
+            f'role="img" aria-label="{esc(label)}" font-family="{FONT}">'
+            + (f"<defs>{inner}</defs>" if inner else ""))
+
+
+def background(width: float, height: float) -> str:
+    """The deck's background (class "bg": the theme's page colour, inlined in a file)."""
+    return f'<rect class="bg" x="0" y="0" width="{width}" height="{height}"/>'
+
+
+def deck_title(title: str, width: float, *, size: float = 20, cls: str = "ink title",
+               inset: float = 18, y: float = 34) -> str:
+    """What the deck shows, at its top right: "1F1B · 4 stages · 8 micro-batches"."""
+    return (f'<text class="{cls}" x="{width - inset}" y="{y}" text-anchor="end" '
+            f'font-size="{size}">{esc(title)}</text>')
+
+
+def step_header(header: str, *, x: float = 22, y: float = 36, size: float = 24,
+                weight: int = 700, anchor: str = "", only_current: bool = False) -> str:
+    """A frame's header line at the top left ("Step 3: reduce-scatter"), shown while the frame
+    is current (inside an "only-current" group, or ``only_current`` itself)."""
+    cls = "only-current ink step-header" if only_current else "ink step-header"
+    more = (f' text-anchor="{anchor}"' if anchor else "") + (
+        f' font-weight="{weight}"' if weight else "")
+    return (f'<text class="{cls}" x="{x}" y="{y}" font-size="{size}"{more}>'
+            f'{esc(header)}</text>')
+
+
+def legend_labels(items: Iterable[tuple[float, str]], y: float,
+                  num: Callable[[float], str] = coord, dx: float = 24) -> str:
+    """A legend's words, muted at 16 units: each ``dx`` right of its swatch at ``x``, on the
+    baseline ``y``."""
+    return ('<g class="muted" font-size="16">'
+            + "".join(f'<text x="{num(x + dx)}" y="{y}">{esc(text)}</text>' for x, text in items)
+            + "</g>")
+
+
+def frame_start(index: int, current: int, unit: str, *, step: bool = False, classes: str = "",
+                data: str = "", after: str = "", hidden: bool = False) -> str:
+    """A frame's ``<g>`` start tag: class "frame" (and "current" for frame ``current``; "step"
+    past frame 0 where the style needs it, then ``classes``), its index and ``unit`` (the
+    player's position text: "ring step 2 of 4"), ``data`` attributes before the unit and
+    ``after`` it; ``hidden`` for the later layers a standalone file keeps."""
+    css = ("frame" + (" current" if index == current else "") + (" step" if step and index else "")
+           + classes)
+    return (f'<g class="{css}" data-frame="{index}"{data} data-unit="{esc_attr(unit)}"{after}'
+            + (' display="none">' if hidden else ">"))
+
+
+def write_deck(width: float, height: float, label: str, frames: Sequence, current: int,
+               frame: Callable[[Any], list[str]], *, standalone: bool,
+               caption: Iterable[str] = (), style: str = "", defs: str = "", cls: str = "deck",
+               under: Iterable[str] = (), over: Iterable[str] = (), group: str = "",
+               every_frame: bool = False, bg: bool = True, box: Any = None) -> Markup:
+    """A whole deck (see the module's docstring): ``height`` is the drawing's; ``frames`` are
+    the deck's frames in order (frame k at index k); ``frame(f)`` writes one as markup parts
+    (its ``<g …>`` … ``</g>``); ``group`` is more attributes of the frames' group
+    (``font-size="17"``); ``every_frame``: a standalone file holds every frame (the later ones
+    hidden by the frame itself), not just those up to ``current``; ``bg`` False: the deck
+    draws its own background in ``under``; ``box``: the box a deck laid out for its box was
+    drawn for (:func:`deck_open`)."""
+    out = [deck_open(width, height, label, standalone=standalone, style=style, defs=defs,
+                     cls=cls, box=box)]
+    if bg:
+        out.append(background(width, height + (CAPTION_HEIGHT if standalone else 0)))
+    out += under
+    out.append(f'<g class="frames"{" " + group if group else ""}>')
+    for f in (frames if standalone and every_frame else frames[:current + 1]):
+        out += frame(f)
+    out.append("</g>")
+    out += over
+    out.append(deck_end(standalone, caption, height, (frame(f) for f in frames[current + 1:])))
+    return Markup("".join(out))
+
+
+def titled_deck(deck: Any, current: int, frame: Callable[[Any], list[str]], *,
+                standalone: bool, caption: Iterable[str] = (), style: str = "",
+                defs: str = "") -> Markup:
+    """:func:`write_deck` of a ``deck`` with ``width``, ``height``, ``title`` and ``frames``
+    whose only fixture is its title, muted at the top right (the context-parallel and MoE
+    decks: every frame draws the whole of what it shows)."""
+    return write_deck(deck.width, deck.height, deck.title, deck.frames, current, frame,
+                      standalone=standalone, caption=caption, style=style, defs=defs,
+                      under=[deck_title(deck.title, deck.width, size=15, cls="muted", inset=16,
+                                        y=32)])
+
+
+CAPTION_SIZE, CAPTION_LINES = 17, 3
+
+
+def caption_lines(caption: str, width: float) -> tuple[str, ...]:
+    """A standalone deck's caption broken into the lines that fit under a drawing ``width``
+    units wide (at most :data:`CAPTION_LINES`; the last one ends "…" when the caption is
+    longer)."""
+    room = width - 44
+    lines = wrap(caption, CAPTION_SIZE, room)
+    if len(lines) <= CAPTION_LINES:
+        return tuple(lines)
+    last = lines[CAPTION_LINES - 1]
+    while last and not fits(last + " …", CAPTION_SIZE, room):
+        last = last.rsplit(" ", 1)[0] if " " in last else last[:-1]
+    return (*lines[:CAPTION_LINES - 1], last + " …")
+
+
+def caption_texts(caption: Iterable[str], top: float) -> list[str]:
+    """A standalone deck's caption, a line each, under the drawing that ends at ``top``."""
+    return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" '
+            f'font-size="{CAPTION_SIZE}">{esc(line)}</text>' for k, line in enumerate(caption)]
+
+
+def deck_end(standalone: bool, caption: Iterable[str], top: float,
+             later: Iterable[list[str]]) -> str:
+    """What closes every deck: a standalone file (an export) gets its caption under the drawing
+    that ends at ``top``; a page's deck is followed by its later frames, ``later`` — an iterable
+    of frames, consumed only then (:func:`later_frames`)."""
+    if standalone:
+        return "".join(caption_texts(caption, top)) + "</svg>"
+    return "</svg>" + later_frames(later)
+
+
+def later_frames(frames: Iterable[list[str]]) -> str:
+    """The frames after the current one (each a list of markup parts: its ``<g …>`` start tag
+    … ``</g>``), in an inert ``<template class="deck-later">`` after the ``<svg>``, each as an
+    empty layer that carries its content as text (:func:`lazy_layer`): a slider's swap then
+    costs the browser neither their style and layout nor the parsing of their elements.
+    static/js/player.js moves a layer into the deck and makes its elements when the player
+    reaches it. "" when there are none."""
+    layers = [lazy_layer(frame) for frame in frames]
+    if not layers:
+        return ""
+    return f'<template class="deck-later"><svg xmlns="{SVG_NS}">{"".join(layers)}</svg></template>'
+
+
+def lazy_layer(frame: list[str]) -> str:
+    """A frame's group (its ``<g …>`` start tag, its content, ``</g>``) as an empty layer that
+    carries its content as text: parsing an attribute costs the browser next to nothing,
+    parsing its elements a few microseconds each. Inside a single-quoted attribute only ' and &
+    need escaping."""
+    markup = "".join(frame)
+    head = markup.index(">") + 1
+    assert markup.startswith("<g ") and markup.endswith("</g>"), markup[:80]
+    body = markup[head:-4].replace("&", "&amp;").replace("'", "&#39;")
+    return f"{markup[:head - 1]} data-markup='{body}'></g>"
