@@ -64,7 +64,7 @@ def _export_options(p: argparse.ArgumentParser, scene) -> None:
 
 
 def _export(scene, params, args: argparse.Namespace) -> int:
-    from app.export import FORMATS, export, filename, parse_options
+    from app.export import FORMATS, export, filename, options_for
     from app.scene import trace_of
     fmt = args.export_format_ or (args.output or "").rpartition(".")[2]
     if fmt not in FORMATS:
@@ -74,7 +74,7 @@ def _export(scene, params, args: argparse.Namespace) -> int:
     args.format = fmt
     query = {k[len("export_"):]: v for k, v in vars(args).items()
              if k.startswith("export_") and not k.endswith("_") and v is not None}
-    opts = parse_options(query)
+    opts = options_for(scene, query, fmt)
     trace = trace_of(scene, params)
     started = [False]
 
@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from app.scene import json_of, trace_of
     from app.templating import render
+    from app.view import scene_box
     scene = next(s for s in SCENES if s.slug == args.scene)
     try:
         params = _params(scene, args)
@@ -169,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shardscope: --{problem.param.replace('_', '-')}: {problem.message}",
                   file=sys.stderr)
         return 2
-    body = render("_partials/deck_file.svg", **scene.export(params, trace, args.frame))
+    body = render("_partials/deck_file.svg",
+                  **scene.export_context(params, trace, args.frame, scene_box(scene, {},
+                                                                              export=True)))
     if args.output == "-":
         sys.stdout.write(body)
     else:

@@ -42,6 +42,10 @@ class Scene:
     """query of the course index's thumbnail (``/svg/{slug}?{preview}``); none if empty"""
     also_in: tuple[int, ...] = ()
     """further chapters whose course entry lists this scene (after their own scenes' order)"""
+    boxed: bool = False
+    """whether its deck is laid out for the box it is shown in (issue 27, app/draw/box.py):
+    then ``view`` and ``export`` take the :class:`app.draw.box.Box` as a fourth argument.
+    False for the scenes still to do (docs/legibility.md): their decks keep a fixed size."""
 
     @property
     def chapters(self) -> tuple[int, ...]:
@@ -56,6 +60,17 @@ class Scene:
 
     def frame_count(self, trace: Any) -> int:
         return len(trace.frames)
+
+    def page_context(self, params: Any, trace: Any, frame: int, box: Any = None) -> dict:
+        """``view``'s context, for ``box`` when the scene is :attr:`boxed`."""
+        return (self.view(params, trace, frame, box) if self.boxed and box is not None
+                else self.view(params, trace, frame))
+
+    def export_context(self, params: Any, trace: Any, frame: int, box: Any = None) -> dict:
+        """``export``'s context (a standalone file of one frame), for ``box`` when the scene
+        is :attr:`boxed`: the file's page, caption included."""
+        return (self.export(params, trace, frame, box) if self.boxed and box is not None
+                else self.export(params, trace, frame))
 
 
 def trace_of(scene: Scene, params: SceneParams) -> Any:

@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from jinja2_fragments import render_block
 from markupsafe import Markup
 
+from app.draw.box import client_config
 from app.humanize import human_bytes, human_time_us
 from app.param_groups import PRESET_SIZES
 from app.params import control, group_fields
@@ -48,6 +49,7 @@ def environment() -> Environment:
     env.filters["text"] = lambda v: Markup(html.escape(str(v), quote=False))  # element text
     env.globals["asset_version"] = asset_version()
     env.globals["deck_style"] = deck_style
+    env.globals["box_config"] = client_config()   # static/js/box.js's buckets and type scales
     env.globals["control"] = control  # a params field's label, bounds and help (fields.html)
     env.globals["group_fields"] = group_fields  # a parameter group's fields in a model
     env.globals["preset_sizes"] = PRESET_SIZES  # a preset's sizes: the shape fields' placeholders

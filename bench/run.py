@@ -25,10 +25,12 @@
    same behind nginx.
 10. Exercises (bench/exercises.py): /api/exercises/<id> p99 ≤ 10 ms, a sheet PDF of 8 problems
     < 3 s.
+11. The legibility table (bench/legibility.py, issue 27): every scene × view × step of every
+    state (``--quick``: the default states), as rendered in the box each view gives the deck.
 
 Results go to bench/results/latest.json and between the markers of docs/performance.md (the
 docs site's Performance page): ``bench:`` for the table above, ``jump-split:`` for where a jump's
-time goes.
+time goes; the legibility table between the ``legibility:`` markers of docs/legibility.md.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from app.main import SCENES
-from bench import browser, exercises, exports, hall, heaviest, intent, jump_split, planner
+from bench import browser, exercises, exports, hall, heaviest, intent, jump_split, legibility, planner
 from bench import train as train_bench
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
@@ -130,6 +132,7 @@ def run(quick: bool) -> dict:
         results["verify"] = verify_cold_warm(app_url)
         results["exports"] = exports.measure(app_url)
         results["exercises"] = exercises.measure(app_url, quick)
+        results["legibility"] = legibility.main(app_url, [], defaults=quick)
         results["train"] = train_bench.measure(app_url)
     results["train"]["proof"] = train_bench.proof((1, 5) if quick else (1, 5, 20))
     # its own servers: `make run`'s (a worker per core), then behind nginx
@@ -221,6 +224,8 @@ def table(r: dict) -> str:
 
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
 """The docs page whose marked blocks `make bench` rewrites."""
+LEGIBILITY_PAGE = ROOT / "docs" / "legibility.md"
+"""… and the one its legibility table goes into."""
 
 
 def between_markers(content: str, name: str, text: str, where: str = "the page") -> str:
@@ -255,8 +260,12 @@ def main() -> None:
     split = "\n".join(jump_split.rows(results.get("jump_split", {})))
     print(text)
     print(split)
+    legible = legibility.table(results.get("legibility", []))
+    print(legible)
     if not args.no_docs:
         update_docs(text, split)
+        LEGIBILITY_PAGE.write_text(between_markers(LEGIBILITY_PAGE.read_text(), "legibility",
+                                                   legible, LEGIBILITY_PAGE.name))
 
 
 if __name__ == "__main__":

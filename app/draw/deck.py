@@ -25,18 +25,25 @@ from markupsafe import Markup
 
 from app.draw.fmt import coord
 from app.draw.svg import FONT, SVG_NS, esc, esc_attr
+from app.draw.text import fits, wrap
 
 CAPTION_HEIGHT = 90          # room under a standalone deck for its caption
 
 
 def deck_open(width: float, height: float, label: str, *, standalone: bool, style: str = "",
-              defs: str = "", cls: str = "deck") -> str:
+              defs: str = "", cls: str = "deck", box: Any = None) -> str:
     """A deck's ``<svg>`` start tag and its ``<defs>``: ``height`` is the drawing's; a
     standalone file (an export) gets the caption's room beneath it, a size of its own and the
-    style sheet inlined; ``defs`` holds the deck's patterns and gradients."""
+    style sheet inlined; ``defs`` holds the deck's patterns and gradients. A deck laid out for
+    its ``box`` (app/draw/box.py) says so on a page: ``data-box`` and ``data-font`` are what it
+    was asked for (static/js/box.js compares them with its frame), ``--deck-width`` the width
+    it was drawn at (a phone's frame scrolls a wider deck sideways)."""
     if standalone:
         height += CAPTION_HEIGHT
     size = f'width="{width}" height="{height}" ' if standalone else ""
+    if box is not None and not standalone:
+        size = (f'data-box="{box.key}" data-font="{box.font:g}" '
+                f'style="--deck-width: {coord(width)}px" ')
     inner = (f"<style>{style}</style>" if style else "") + defs
     return (f'<svg xmlns="{SVG_NS}" class="{cls}" viewBox="0 0 {width} {height}" {size}'
             f'role="img" aria-label="{esc(label)}" font-family="{FONT}">'
@@ -91,15 +98,16 @@ def write_deck(width: float, height: float, label: str, frames: Sequence, curren
                frame: Callable[[Any], list[str]], *, standalone: bool,
                caption: Iterable[str] = (), style: str = "", defs: str = "", cls: str = "deck",
                under: Iterable[str] = (), over: Iterable[str] = (), group: str = "",
-               every_frame: bool = False, bg: bool = True) -> Markup:
+               every_frame: bool = False, bg: bool = True, box: Any = None) -> Markup:
     """A whole deck (see the module's docstring): ``height`` is the drawing's; ``frames`` are
     the deck's frames in order (frame k at index k); ``frame(f)`` writes one as markup parts
     (its ``<g …>`` … ``</g>``); ``group`` is more attributes of the frames' group
     (``font-size="17"``); ``every_frame``: a standalone file holds every frame (the later ones
     hidden by the frame itself), not just those up to ``current``; ``bg`` False: the deck
-    draws its own background in ``under``."""
+    draws its own background in ``under``; ``box``: the box a deck laid out for its box was
+    drawn for (:func:`deck_open`)."""
     out = [deck_open(width, height, label, standalone=standalone, style=style, defs=defs,
-                     cls=cls)]
+                     cls=cls, box=box)]
     if bg:
         out.append(background(width, height + (CAPTION_HEIGHT if standalone else 0)))
     out += under
@@ -124,10 +132,27 @@ def titled_deck(deck: Any, current: int, frame: Callable[[Any], list[str]], *,
                                         y=32)])
 
 
+CAPTION_SIZE, CAPTION_LINES = 17, 3
+
+
+def caption_lines(caption: str, width: float) -> tuple[str, ...]:
+    """A standalone deck's caption broken into the lines that fit under a drawing ``width``
+    units wide (at most :data:`CAPTION_LINES`; the last one ends "…" when the caption is
+    longer)."""
+    room = width - 44
+    lines = wrap(caption, CAPTION_SIZE, room)
+    if len(lines) <= CAPTION_LINES:
+        return tuple(lines)
+    last = lines[CAPTION_LINES - 1]
+    while last and not fits(last + " …", CAPTION_SIZE, room):
+        last = last.rsplit(" ", 1)[0] if " " in last else last[:-1]
+    return (*lines[:CAPTION_LINES - 1], last + " …")
+
+
 def caption_texts(caption: Iterable[str], top: float) -> list[str]:
     """A standalone deck's caption, a line each, under the drawing that ends at ``top``."""
-    return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" font-size="17">'
-            f'{esc(line)}</text>' for k, line in enumerate(caption)]
+    return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" '
+            f'font-size="{CAPTION_SIZE}">{esc(line)}</text>' for k, line in enumerate(caption)]
 
 
 def deck_end(standalone: bool, caption: Iterable[str], top: float,

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from app.caches import EXPORTS
 from app.export.frames import Progress, captions, frame_svg, frame_svgs, svg_size
@@ -53,6 +54,10 @@ OPTION_HELP = {
     "fps": "steps per second, 0.1 to 30 (gif, mp4); default 1",
     "caption": "1 or 0: caption under the figure (gif, mp4, pdf, png: default 1; pptx: on the "
                "slide as well as in the notes, default 0)",
+    "box": "the page, WIDTHxHEIGHT units, caption included (default 1280x720, a 16:9 slide; "
+           "html: the deck's box in its embed page): a deck that lays out for its box is drawn "
+           "for this one (app/draw/box.py)",
+    "font": "the deck's type scale, 0.85 to 2: larger type reflows the deck",
 }
 
 
@@ -65,6 +70,9 @@ class Options:
     scale: int = 1
     fps: float = 1.0
     caption: bool | None = None
+    box: Any = None
+    """the :class:`app.draw.box.Box` the frames are drawn for (None: the scene's deck has a
+    fixed size); set by :func:`options_for`"""
 
 
 def parse_options(query: Mapping[str, str]) -> Options:
@@ -119,6 +127,14 @@ def parse_options(query: Mapping[str, str]) -> Options:
     return Options(**values)
 
 
+def options_for(scene, query: Mapping[str, str], fmt: str = "") -> Options:
+    """:func:`parse_options` and the box ``scene``'s frames are drawn for (app/view.py): the
+    file's page, or for ``html`` the deck's box in its embed page."""
+    from app.view import scene_box
+    box = scene_box(scene, query, embed=fmt == "html", export=fmt != "html")
+    return replace(parse_options(query), box=box)
+
+
 @dataclass(frozen=True)
 class Plan:
     """What one export will draw, checked against the bounds."""
@@ -156,7 +172,7 @@ def plan(fmt: str, scene, params, trace, opts: Options) -> Plan:
                                            f"a range with first and last")])
     width = 0
     if fmt in DEFAULT_WIDTH:
-        w, h = svg_size(frame_svg(scene, params, trace, frames[0], caption))
+        w, h = svg_size(frame_svg(scene, params, trace, frames[0], caption, opts.box))
         width = opts.width or DEFAULT_WIDTH[fmt] or round(w)
         if fmt == "png":
             width *= opts.scale
@@ -174,7 +190,7 @@ def export(fmt: str, scene, params, trace, opts: Options, base_url: str = "",
            progress: Progress | None = None) -> bytes:
     """The export's bytes, kept in :data:`app.caches.EXPORTS` while recent."""
     p = plan(fmt, scene, params, trace, opts)
-    key = (scene.slug, params, p, opts.fps if fmt in ("gif", "mp4") else None,
+    key = (scene.slug, params, p, opts.box, opts.fps if fmt in ("gif", "mp4") else None,
            opts.frame if fmt == "html" else None, base_url if fmt == "html" else "")
     body = EXPORTS.get(key)
     if body is None:
@@ -196,12 +212,13 @@ def _make(p: Plan, scene, params, trace, opts: Options, base_url: str,
     title = f"Shardscope · {scene.title}"
     if p.fmt == "html":
         from app.export.html import html
-        page = html(scene, params, trace, opts.frame or 0, base_url)
+        page = html(scene, params, trace, opts.frame or 0, base_url, box=opts.box)
         if progress is not None:
             progress(1, 1)
         return page.encode("utf-8")
     # the SVGs first (a few ms each), then drawn side by side (app/export/pool.py)
-    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption and p.fmt != "pptx"))
+    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption and p.fmt != "pptx",
+                           box=opts.box))
     if p.fmt == "pdf":
         from app.export.pdf import pdf
         return pdf(svgs, title, progress)

@@ -19,16 +19,17 @@ _WIDTH = re.compile(r'\bwidth="([\d.]+)"')
 _HEIGHT = re.compile(r'\bheight="([\d.]+)"')
 
 
-def frame_svg(scene, params, trace, frame: int, caption: bool = True) -> str:
-    """Frame ``frame`` as a standalone SVG file; without its caption when ``caption`` is off."""
-    svg = render("_partials/deck_file.svg", **scene.export(params, trace, frame))
+def frame_svg(scene, params, trace, frame: int, caption: bool = True, box=None) -> str:
+    """Frame ``frame`` as a standalone SVG file (drawn for ``box`` where the scene's deck lays
+    out for its box); without its caption when ``caption`` is off."""
+    svg = render("_partials/deck_file.svg", **scene.export_context(params, trace, frame, box))
     return svg if caption else without_caption(svg)
 
 
 def frame_svgs(scene, params, trace, frames: range, caption: bool = True,
-               progress: Progress | None = None) -> Iterator[str]:
+               progress: Progress | None = None, box=None) -> Iterator[str]:
     for done, k in enumerate(frames, 1):
-        yield frame_svg(scene, params, trace, k, caption)
+        yield frame_svg(scene, params, trace, k, caption, box)
         if progress is not None:
             progress(done, len(frames))
 

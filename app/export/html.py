@@ -40,11 +40,13 @@ def _static(path: str) -> str:
     return target.read_text(encoding="utf-8")
 
 
-def embed_page(scene, params, trace, frame: int, extra: dict | None = None) -> str:
-    """The embed page, rendered as ``/embed/<scene>`` renders it."""
+def embed_page(scene, params, trace, frame: int, extra: dict | None = None, box=None) -> str:
+    """The embed page, rendered as ``/embed/<scene>`` renders it (its deck laid out for
+    ``box`` where the scene's deck lays out for its box)."""
     ctx = {"scene": scene, "embed": True, **scene.form(), "params": params,
            "values": params.model_dump(), "trace": trace, "problems": [], "frame": frame,
-           "verify_info": None, **(extra or {}), **scene.view(params, trace, frame)}
+           "verify_info": None, "box": box, **(extra or {}),
+           **scene.page_context(params, trace, frame, box)}
     return render(scene.template, None, **ctx)
 
 
@@ -80,5 +82,6 @@ def _inline_js(source: str) -> str:
     return Markup(source.replace("</script", "<\\/script"))
 
 
-def html(scene, params, trace, frame: int, base_url: str = "", extra: dict | None = None) -> str:
-    return offline(embed_page(scene, params, trace, frame, extra), base_url)
+def html(scene, params, trace, frame: int, base_url: str = "", extra: dict | None = None,
+         box=None) -> str:
+    return offline(embed_page(scene, params, trace, frame, extra, box), base_url)

@@ -11,7 +11,7 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
-from app.export import FORMATS, OPTION_HELP, export, filename, parse_options
+from app.export import FORMATS, OPTION_HELP, export, filename, options_for
 from app.export.trace import TIMELINES, scene_trace
 from app.http_cache import pure
 from app.params import ParamsError, parse
@@ -56,7 +56,7 @@ def answer(request: Request, scene, ext: str) -> Response:
         return old
     query = request.query_params
     try:
-        opts = parse_options(query)
+        opts = options_for(scene, query, ext)
         params = parse(scene.params, query)
         trace = trace_of(scene, params)
         body = export(ext, scene, params, trace, opts, base_url=str(request.base_url))

@@ -31,6 +31,7 @@ from app.routes.openapi import problem_response, query_parameters
 from app.routes.renamed import moved
 from app.scene import Scene, cached_json, json_of, trace_of, traced
 from app.templating import render
+from app.view import PARAMETERS as VIEW_PARAMETERS, scene_box
 
 JSON = "application/json"
 
@@ -89,7 +90,7 @@ def is_fragment(request: Request) -> bool:
 
 def scene_router(scene: Scene) -> APIRouter:
     router = APIRouter(tags=[f"{scene.chapter}. {scene.title}"])
-    with_frame = {"parameters": query_parameters(scene.params, frame=True)}
+    with_frame = {"parameters": query_parameters(scene.params, frame=True) + VIEW_PARAMETERS}
     without_frame = {"parameters": query_parameters(scene.params)}
     errors = problem_response()
 
@@ -97,26 +98,29 @@ def scene_router(scene: Scene) -> APIRouter:
         return ({"verify_info": request.app.state.runner.info(scene.verify, params)}
                 if scene.verify is not None else {})
 
-    def page_kept(request: Request, params, embed: bool, block: str | None) -> str | None:
-        """The rendered page if it is kept (its trace kept, and the page of that frame)."""
+    def page_kept(request: Request, params, box, embed: bool, block: str | None) -> str | None:
+        """The rendered page if it is kept (its trace kept, and the page of that frame and
+        box)."""
         trace = traced.kept(scene.simulate, params)
         if trace is None:
             return None
         frame = nearest_frame(request.query_params, scene.frame_count(trace))
-        return PAGES.get((scene.slug, params, frame, embed, block,
+        return PAGES.get((scene.slug, params, frame, embed, block, box,
                           repr(real_run(request, params))))
 
     def html(request: Request, embed: bool, block: str | None) -> tuple[str, int]:
         """The page (or its block) and its status. A page is a pure function of its params,
         frame and the server's real-run settings, so what was rendered is kept (dragging a
-        slider back and forth revisits the same states); bad input renders the raw values
-        and the problems, uncached."""
+        slider back and forth revisits the same states), per box bucket where the deck is laid
+        out for its box (app/view.py); bad input renders the raw values and the problems,
+        uncached."""
         query = request.query_params
         base = {"scene": scene, "embed": embed, **scene.form(),
                 **neighbours(getattr(request.app.state, "scenes", ()), scene)}
         try:
+            box = scene_box(scene, query, embed=embed)
             params = parse(scene.params, query)
-            kept = page_kept(request, params, embed, block)
+            kept = page_kept(request, params, box, embed, block)
             if kept is not None:
                 return kept, 200
             # a state not rendered yet: in this process's turn (unless its asker has gone)
@@ -124,18 +128,18 @@ def scene_router(scene: Scene) -> APIRouter:
                 trace = trace_of(scene, params)
                 frame = nearest_frame(query, scene.frame_count(trace))
                 extra = real_run(request, params)
-                key = (scene.slug, params, frame, embed, block, repr(extra))
+                key = (scene.slug, params, frame, embed, block, box, repr(extra))
                 cached = PAGES.get(key)
                 if cached is None:
                     ctx = {**base, "params": params, "values": params.model_dump(),
-                           "trace": trace, "problems": [], "frame": frame, **extra,
-                           **scene.view(params, trace, frame)}
+                           "trace": trace, "problems": [], "frame": frame, "box": box, **extra,
+                           **scene.page_context(params, trace, frame, box)}
                     cached = render(scene.template, block, **ctx)
                     PAGES.put(key, cached)
         except ParamsError as error:
             values = {**_defaults(scene), **dict(query)}
             ctx = {**base, "params": None, "values": values, "trace": None,
-                   "problems": error.problems, "frame": 0}
+                   "problems": error.problems, "frame": 0, "box": None}
             return render(scene.template, block, **ctx), 422
         return cached, 200
 
@@ -198,29 +202,34 @@ def scene_router(scene: Scene) -> APIRouter:
         if (old := moved(request, scene.params)) is not None:
             return old
         try:
+            box = scene_box(scene, request.query_params, export=True)
             params = parse(scene.params, request.query_params)
             trace = trace_of(scene, params)
             frame = parse_frame(request.query_params, scene.frame_count(trace))
         except ParamsError as error:
             return json_error(error)
-        body = render("_partials/deck_file.svg", **scene.export(params, trace, frame))
+        body = render("_partials/deck_file.svg",
+                      **scene.export_context(params, trace, frame, box))
         name = f"shardscope-{scene.slug}-frame{frame}.svg"
         return Response(body, media_type="image/svg+xml",
                         headers={"Content-Disposition": f'inline; filename="{name}"'})
 
-    @router.get(f"/{scene.slug}/handout", response_class=HTMLResponse, openapi_extra=without_frame,
+    @router.get(f"/{scene.slug}/handout", response_class=HTMLResponse,
+                openapi_extra={"parameters": without_frame["parameters"] + VIEW_PARAMETERS},
                 responses=errors, summary=f"{scene.title}: every step with its caption, to print")
     @pure(max_age=PAGE_MAX_AGE)
     def handout(request: Request):
         if (old := moved(request, scene.params)) is not None:
             return old
         try:
+            box = scene_box(scene, request.query_params, export=True)
             params = parse(scene.params, request.query_params)
             trace = trace_of(scene, params)
         except ParamsError as error:
             return json_error(error)
         steps = [(k, frame.caption, render("_partials/deck_file.svg",
-                                           **scene.export(params, trace, k)).split("?>", 1)[-1])
+                                           **scene.export_context(params, trace, k, box)
+                                           ).split("?>", 1)[-1])
                  for k, frame in enumerate(trace.frames)]
         return HTMLResponse(render("handout.html", scene=scene, params=params, steps=steps,
                                    embed=True))

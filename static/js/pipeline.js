@@ -86,7 +86,7 @@
         label = cursor.querySelector("text");
     line.setAttribute("x1", d.x);
     line.setAttribute("x2", d.x);
-    pill.setAttribute("x", String(+d.pill - 56));
+    pill.setAttribute("x", String(+d.pill - pill.width.baseVal.value / 2));
     label.setAttribute("x", d.pill);
     label.textContent = d.t;
     now.querySelector(".step-header").textContent = d.head;

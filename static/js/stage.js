@@ -378,7 +378,9 @@
     // as hx-push-url does, once the new stage is painted: a same-document navigation costs
     // Chromium 3–5 ms here (it fetches and decodes the favicon again), which would otherwise
     // delay the frame that shows the move
-    afterPaint(function () { window.history.pushState({htmx: true}, "", url); });
+    // (the address leaves out the deck's box: box.js)
+    var address = window.ShardscopeBox ? window.ShardscopeBox.address(url) : url;
+    afterPaint(function () { window.history.pushState({htmx: true}, "", address); });
     answered(detail, url);
   }
 

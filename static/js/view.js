@@ -7,10 +7,13 @@
 //   ?controls=0     no player bar          ?caption=0   no caption
 //   ?large=1        large type (caption and player)
 //   ?start=&end=    the steps the player walks; ?autoplay=1&speed=0.5|1|2|4 (player.js)
+//   box-pending     decks laid out for their box stay unseen until box.js has checked that
+//                   they were drawn for their frame's (or swapped in the one that is)
 (function () {
   "use strict";
   var query = new URLSearchParams(window.location.search);
   var html = document.documentElement;
+  html.classList.add("box-pending");
   if (query.get("present") === "1") html.classList.add("present");
   var aspect = query.get("aspect");
   if (aspect === "16:9" || aspect === "4:3" || aspect === "fill") html.classList.add("aspect-" + aspect.replace(":", "-"));

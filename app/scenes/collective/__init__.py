@@ -23,4 +23,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="world",
     preview="world=6&count=12&frame=4",
+    boxed=True,
 )

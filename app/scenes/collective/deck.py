@@ -20,21 +20,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim.collectives.schedules import dtree_parents, depths
-from app.sim.collectives.simulate import CollectiveTrace
-from app.sim.mesh import node_of
-from app.draw.geometry import Point, arrow, on_circle
+from app.draw.box import PAGE, Box
 from app.draw.palette import BLUES, ramp, rank_colour, text_on
-from app.draw.shapes import Label
+from app.draw.text import text_width
+from app.scenes.collective.deck_topology import (STRIPE_LIMIT, Arrow, Label, Layout, Line, Node,
+                                                 _arrows, _legend_items, _node_arcs, _taken,
+                                                 _topology, deck_title, layout)
+from app.sim.collectives.simulate import CollectiveTrace
 
-WIDTH, HEIGHT = 1280, 720
-TOPO_CX, TOPO_CY = 250, 380
-GRID_LEFT, GRID_RIGHT, GRID_TOP, GRID_BOTTOM = 575, 1262, 112, 652
 MAX_COLUMNS = 64
 MAX_DECK_CELLS = 16384
 """Most cells a deck draws over all its steps: past it (64 ranks exchanging hundreds of
 elements, 9 MB of markup) columns hold longer runs of elements until it fits."""
-STRIPE_LIMIT = 8
 MERGE_RANKS = 33
 """From this many ranks a row is under 17 units high: no number or tip fits a cell, and a
 frame's cells are drawn as a few paths (:attr:`Deck.merged`), 64 ranks' 12,000 cells in a
@@ -43,38 +40,6 @@ COMPLETE = "complete"
 """The fill of a value that sums every rank's input: a CSS class (grey, dark on light themes and
 light on dark ones), so finished chunks stand out from partial sums in either theme."""
 LEGEND_STRIPES = "legend-stripes"
-
-@dataclass(frozen=True)
-class Node:
-    rank: int
-    x: float
-    y: float
-    r: float
-    fill: str
-    ink: str
-    label: str
-    inside: bool          # label inside the circle (else beside it)
-    lx: float
-    ly: float
-
-
-@dataclass(frozen=True)
-class Line:
-    d: str
-    dashed: bool
-
-
-@dataclass(frozen=True)
-class Arrow:
-    d: str
-    head: str
-    colour: str
-    width: float
-    dashed: bool
-    label: str
-    lx: float
-    ly: float
-
 
 @dataclass(frozen=True)
 class Cell:
@@ -110,6 +75,7 @@ class Deck:
     width: int
     height: int
     title: str
+    layout: Layout
     nodes: tuple[Node, ...]
     lines: tuple[Line, ...]
     node_arcs: tuple[tuple[str, Label], ...]
@@ -121,13 +87,16 @@ class Deck:
     area_labels: tuple[Label, ...]
     stripes: tuple[Stripes, ...]
     frames: tuple[FrameView, ...]
-    legend: tuple[tuple[str, str, float], ...]
+    legend: tuple[tuple[str, str, float, float], ...]
+    """(kind, text, x, y) of each legend item: x, y the swatch's top left"""
     font: float
     cell_stroke: float
     merged: bool = False
     """Each frame's cells drawn as one path per fill and flight (MERGE_RANKS and beyond): no
     cell carries a number or a tip at that size, so the same picture needs no element per
     cell."""
+    node_font: float = 16.0
+    """the size of the rank numbers in or beside the topology's circles"""
 
 
 def _mask_ranks(mask: int, world: int) -> list[int]:
@@ -185,103 +154,18 @@ class _Palette:
         return "#000000"  # stripes: black text with a white halo (see CSS .num)
 
 
-def ring_radius_for(world: int) -> float:
-    return 170 if world <= 8 else 180
-
-
-def _node_radius(world: int) -> float:
-    return 26 if world <= 8 else 17 if world <= 16 else 10 if world <= 32 else 6
-
-
-def _topology(trace: CollectiveTrace):
-    """Node positions per lane (two lanes for the double binary tree), static lines, labels."""
-    p = trace.params
-    n = p.world
-    radius = _node_radius(n)
-    lanes: list[dict[int, Point]] = []
-    lines: list[Line] = []
-    lane_labels: list[Label] = []
-    if p.algorithm == "tree":
-        trees = dtree_parents(n)
-        half = p.count // 2
-        spans = [(0, half), (half, p.count)]
-        radius = min(radius, 0.42 * 400 / n)
-        for k, parents in enumerate(trees):
-            depth = depths(parents)
-            top, bottom = (112, 340) if k == 0 else (430, 650)
-            step_y = (bottom - top) / max(1, max(depth))
-            lanes.append({r: Point(40 + (r + 0.5) * 400 / n, top + depth[r] * step_y)
-                          for r in range(n)})
-            for r, parent in enumerate(parents):
-                if parent >= 0:
-                    a, b = lanes[k][r], lanes[k][parent]
-                    lines.append(Line(f"M{a.x:.1f},{a.y:.1f} L{b.x:.1f},{b.y:.1f}",
-                                      node_of(r, p.gpus_per_node) != node_of(parent, p.gpus_per_node)))
-            lo, hi = spans[k]
-            lane_labels.append(Label(24, top - 26, f"tree {k}: elements {lo}–{hi - 1}"
-                                     if hi > lo else f"tree {k}: (no elements)", anchor="start",
-                                     size=17))
-    else:
-        ring_radius = ring_radius_for(n)
-        lanes.append({r: on_circle(r, n, TOPO_CX, TOPO_CY, ring_radius) for r in range(n)})
-        if p.algorithm == "ring":
-            for r in range(n):
-                a = arrow(lanes[0][r], lanes[0][(r + 1) % n], 0.12 if n > 2 else 0.3,
-                          radius + 2, radius + 2, head=0.1)
-                lines.append(Line(a.d, node_of(r, p.gpus_per_node)
-                                  != node_of((r + 1) % n, p.gpus_per_node)))
-    nodes = []
-    for lane in lanes:
-        for r, pt in lane.items():
-            colour = rank_colour(r, n)
-            inside = radius >= 14
-            every = 1 if n <= 32 else 4
-            label = str(r) if inside or r % every == 0 else ""
-            if inside or p.algorithm == "tree":
-                lx, ly = pt.x, pt.y + (0 if inside else radius + 14)
-            else:  # inside the ring, so the node arcs outside stay clear
-                spot = on_circle(r, n, TOPO_CX, TOPO_CY, ring_radius_for(n) - radius - 14)
-                lx, ly = spot.x, spot.y
-            nodes.append(Node(r, round(pt.x, 1), round(pt.y, 1), radius, colour, text_on(colour),
-                              label, inside, round(lx, 1), round(ly, 1)))
-    return lanes, radius, nodes, lines, lane_labels
-
-
-def _node_arcs(trace: CollectiveTrace, radius: float):
-    """Arcs around the ring marking which ranks share a node (machine)."""
-    p = trace.params
-    n, per = p.world, p.gpus_per_node
-    if p.algorithm == "tree" or per >= n:
-        return ()
-    arcs = []
-    ring_r = ring_radius_for(n) + radius + 10
-    for node in range(math.ceil(n / per)):
-        first, last = node * per, min(n, (node + 1) * per) - 1
-        a0 = -math.pi / 2 + 2 * math.pi * (first - 0.4) / n
-        a1 = -math.pi / 2 + 2 * math.pi * (last + 0.4) / n
-        x0, y0 = TOPO_CX + ring_r * math.cos(a0), TOPO_CY + ring_r * math.sin(a0)
-        x1, y1 = TOPO_CX + ring_r * math.cos(a1), TOPO_CY + ring_r * math.sin(a1)
-        large = 1 if a1 - a0 > math.pi else 0
-        mid = (a0 + a1) / 2
-        label_r = ring_r + 20
-        label = Label(round(TOPO_CX + label_r * math.cos(mid), 1),
-                      round(TOPO_CY + label_r * math.sin(mid) + 5, 1),
-                      f"node {node}" if n // per <= 8 else "", size=16)
-        arcs.append((f"M{x0:.1f},{y0:.1f} A{ring_r},{ring_r} 0 {large} 1 {x1:.1f},{y1:.1f}", label))
-    return tuple(arcs)
-
-
-def _columns(trace: CollectiveTrace, least: int = 1):
+def _columns(trace: CollectiveTrace, lay: Layout, least: int = 1):
     """Display columns: (area, first element, last element + 1, x, width); a column holds
     ``least`` elements or more."""
     p = trace.params
     length = trace.schedule.layout.buffer_len
     areas = [(0, p.count), (p.count, 2 * p.count)] if p.op == "all_to_all" else [(0, length)]
     group = max(least, 1 if length <= 48 else math.ceil(length / MAX_COLUMNS))
-    gap = 28 if len(areas) > 1 else 0
+    left, _, right, _ = lay.grid
+    gap = lay.small * 1.8 if len(areas) > 1 else 0
     per_area = [math.ceil((hi - lo) / group) for lo, hi in areas]
-    width = min(84.0, (GRID_RIGHT - GRID_LEFT - gap * (len(areas) - 1)) / sum(per_area))
-    columns, x = [], float(GRID_LEFT)
+    width = min(lay.text * 5.4, (right - left - gap * (len(areas) - 1)) / sum(per_area))
+    columns, x = [], float(left)
     for a, (lo, hi) in enumerate(areas):
         for start in range(lo, hi, group):
             columns.append((a, start, min(hi, start + group), round(x, 2), width))
@@ -303,21 +187,25 @@ def _drawn_cells(trace: CollectiveTrace, columns) -> int:
     return trace.params.world * len(columns) + int(per_cell.sum())
 
 
-def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
-    """The deck of ``trace``: every frame, or frames 0…``upto`` (a standalone export)."""
+def build_deck(trace: CollectiveTrace, box: Box = PAGE, upto: int | None = None) -> Deck:
+    """The deck of ``trace`` laid out for ``box``: every frame, or frames 0…``upto`` (a
+    standalone export)."""
     p = trace.params
     n = p.world
     last = len(trace.frames) - 1 if upto is None else upto
-    lanes, radius, nodes, lines, lane_labels = _topology(trace)
-    columns, group, col_w = _columns(trace)
+    lay = layout(trace, box)
+    text, small = lay.text, lay.small
+    lanes, radius, nodes, lines, lane_labels, ring, node_font = _topology(trace, lay)
+    columns, group, col_w = _columns(trace, lay)
     least = group
     while _drawn_cells(trace, columns) > MAX_DECK_CELLS and len(columns) > 2:
         # too many cells to send and draw (and none legible at that size): coarser columns,
         # each a run of elements, until the whole deck fits MAX_DECK_CELLS
         least *= 2
-        columns, group, col_w = _columns(trace, least)
-    row_h = min(76.0, (GRID_BOTTOM - GRID_TOP) / n)
-    row_y = [GRID_TOP + r * row_h for r in range(n)]
+        columns, group, col_w = _columns(trace, lay, least)
+    grid_left, grid_top, grid_right, grid_bottom = lay.grid
+    row_h = min(text * 4.8, (grid_bottom - grid_top) / n)
+    row_y = [grid_top + r * row_h for r in range(n)]
     column_starts = [start for _, start, _, _, _ in columns]  # contiguous, in buffer order
     col_of_element = {}
     for index, (_, start, stop, _, _) in enumerate(columns):
@@ -325,9 +213,14 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
             col_of_element[e] = index
 
     values, filled, sources = trace.values, trace.filled, trace.sources
+    merged = n >= MERGE_RANKS
     digits = len(str(int(values.max()))) if values.size else 1
-    font = min(26.0, row_h * 0.5, col_w * 0.5)
-    numbers = group == 1 and font >= 11 and digits * 0.62 * font < col_w - 4
+    # a cell's number at the largest size its cell holds, never below the small size
+    font = min(text * 1.4, row_h * 0.62)
+    while font > small and text_width("8" * digits, font, bold=True) > col_w - 6:
+        font -= 0.5
+    numbers = (group == 1 and not merged and row_h >= small * 1.25 and font >= small
+               and text_width("8" * digits, font, bold=True) <= col_w - 6)
     tips = n <= 16
     palette = _Palette(n)
     pad = 1.5 if col_w >= 8 and row_h >= 8 else 0.4
@@ -337,7 +230,6 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
     cell_w = [round(w - 2 * pad, 2) for _, _, _, _, w in columns]
     cell_y = [round(y + pad, 2) for y in row_y]
     cell_h = round(row_h - 2 * pad, 2)
-    merged = n >= MERGE_RANKS
 
     def cell(r: int, c: int, k: int, fly: tuple[float, float]) -> Cell:
         start = columns[c][1]
@@ -358,6 +250,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
 
     frames = []
     links: dict = {}  # (src, dst, lane) → arrow geometry: a schedule uses the same few links
+    taken = _taken(nodes, node_font, lay)
     n_steps = len(trace.frames) - 1
     phases = [f.phase for f in trace.frames]
     for k in range(last + 1):
@@ -381,7 +274,7 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
                             cell_h, palette) if merged else
                      tuple(cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
                            for r, c in where))
-            arrows = _arrows(trace, k, lanes, radius, links)
+            arrows = _arrows(trace, k, lanes, radius, lay, links, taken)
             header = f"Step {k} of {n_steps} · {frame.phase}"
             # the round within its phase: a ring all-reduce is n − 1 rounds of reduce-scatter,
             # then n − 1 of all-gather
@@ -389,24 +282,23 @@ def build_deck(trace: CollectiveTrace, upto: int | None = None) -> Deck:
                     f"{phases.count(frame.phase)}")
         frames.append(FrameView(k, header, cells, arrows, unit))
 
-    # a label every row while 16-unit type fits in one (12 px at 960 px wide), else every 2nd,
-    # 4th or 8th row: fewer labels at a legible size, never shrunken ones
-    every = next((e for e in (1, 2, 4, 8) if e * row_h >= 17), 16)
-    row_labels = tuple(Label(GRID_LEFT - 14, round(row_y[r] + row_h / 2 + 6, 1),
-                             f"rank {r}" if n <= 16 else str(r), anchor="end",
-                             size=min(20.0, max(16.0, row_h * 0.5)))
+    # a label every row while the type fits in one, else every 2nd, 4th or 8th row: fewer
+    # labels at a legible size, never shrunken ones
+    every = next((e for e in (1, 2, 4, 8, 16) if e * row_h >= text * 1.15), 32)
+    row_labels = tuple(Label(lay.row_label_x, round(row_y[r] + row_h / 2 + text * 0.35, 1),
+                             f"rank {r}" if n <= 16 else str(r), anchor="end", size=text)
                        for r in range(n) if r % every == 0)
-    swatch_r = min(9.0, row_h * 0.3)
-    row_swatches = tuple(Node(r, GRID_LEFT - (98 if n <= 16 else 44), round(row_y[r] + row_h / 2, 1),
-                              swatch_r, rank_colour(r, n), "", "", False, 0, 0)
+    swatch_r = min(text * 0.45, 9.0, row_h * 0.3)
+    row_swatches = tuple(Node(r, lay.swatch_x, round(row_y[r] + row_h / 2, 1),
+                              round(swatch_r, 1), rank_colour(r, n), "", "", False, 0, 0)
                          for r in range(n))
     return Deck(
-        WIDTH, HEIGHT, deck_title(p),
-        tuple(nodes), tuple(lines), _node_arcs(trace, radius), tuple(lane_labels),
-        row_labels, row_swatches, _column_labels(trace, columns, group, col_w),
-        _separators(trace, columns, col_of_element, row_y[-1] + row_h),
-        _area_labels(trace, columns), tuple(palette.stripes.values()), tuple(frames),
-        _legend(trace), round(font, 1), 2.5 if n <= 16 else 1.0, merged)
+        lay.width, lay.height, deck_title(p), lay,
+        tuple(nodes), tuple(lines), _node_arcs(trace, ring, radius, lay), tuple(lane_labels),
+        row_labels, row_swatches, _column_labels(trace, columns, group, col_w, lay),
+        _separators(trace, columns, col_of_element, row_y[-1] + row_h, lay),
+        _area_labels(trace, columns, lay), tuple(palette.stripes.values()), tuple(frames),
+        _legend(trace, lay), round(font, 1), 2.5 if n <= 16 else 1.0, merged, node_font)
 
 
 @dataclass(frozen=True)
@@ -461,10 +353,6 @@ def _ranges(ranks: list[int]) -> str:
     return ", ".join(parts)
 
 
-def deck_title(p) -> str:
-    return f"{p.op} · {p.algorithm.replace('_', '-')} · {p.world} ranks · {p.count} elements"
-
-
 def _fly(origin: tuple[float, float] | None, x: float, y: float) -> tuple[float, float]:
     if origin is None:
         return (0, 0)
@@ -485,53 +373,9 @@ def _origins(step, columns, col_of_element, row_y):
     return out
 
 
-def _arrows(trace: CollectiveTrace, k: int, lanes, radius: float,
-            links: dict | None = None) -> tuple[Arrow, ...]:
+def _column_labels(trace, columns, group, col_w, lay: Layout) -> tuple[Label, ...]:
     p = trace.params
-    n = p.world
-    half = p.count // 2
-    pairs: dict[tuple[int, int, int], list] = {}
-    for m in trace.schedule.steps[k - 1].moves:
-        if m.local:
-            continue
-        lane = (0 if m.dst_lo < half else 1) if p.algorithm == "tree" else 0
-        pairs.setdefault((m.src, m.dst, lane), []).append(m)
-    width = 4.0 if n <= 8 else 3.0 if n <= 16 else 2.0
-    labelled = n <= 8 and len(pairs) <= 8
-    if p.algorithm == "tree":
-        bend = 0.18
-    elif p.algorithm == "ring" and p.op != "all_to_all":
-        bend = 0.12 if n > 2 else 0.3
-    else:
-        bend = 0.14
-    out = []
-    links = {} if links is None else links
-    for key, moves in pairs.items():
-        src, dst, lane = key
-        if not labelled:  # the same arrow every step it uses this link
-            drawn = links.get((key, width))
-            if drawn is None:
-                a = arrow(lanes[lane][src], lanes[lane][dst], bend, radius + 3, radius + 3,
-                          head=14 if n <= 16 else 8)
-                drawn = links[(key, width)] = Arrow(
-                    a.d, a.head, rank_colour(src, n), width,
-                    node_of(src, p.gpus_per_node) != node_of(dst, p.gpus_per_node),
-                    "", round(a.mid.x, 1), round(a.mid.y, 1))
-            out.append(drawn)
-            continue
-        a = arrow(lanes[lane][src], lanes[lane][dst], bend, radius + 3, radius + 3,
-                  head=14 if n <= 16 else 8)
-        elements = sum(m.length for m in moves)
-        name = moves[0].label if len(moves) == 1 else f"{elements} elements"
-        label = f"{name} {'+' if moves[0].reduce else ''}".strip()
-        out.append(Arrow(a.d, a.head, rank_colour(src, n), width,
-                         node_of(src, p.gpus_per_node) != node_of(dst, p.gpus_per_node),
-                         label, round(a.mid.x, 1), round(a.mid.y, 1)))
-    return tuple(out)
-
-
-def _column_labels(trace, columns, group, col_w) -> tuple[Label, ...]:
-    p = trace.params
+    small = lay.small
     labels = []
     if p.op == "all_to_all":
         c = p.count // p.world
@@ -539,17 +383,20 @@ def _column_labels(trace, columns, group, col_w) -> tuple[Label, ...]:
             for d in range(p.world):
                 cols = [col for col in columns if col[0] == a and
                         a * p.count + d * c <= col[1] < a * p.count + (d + 1) * c]
-                if cols and len(cols) * col_w >= 34:
+                name = f"{prefix}r{d}"
+                if cols and len(cols) * col_w >= text_width(name, small) + small * 0.6:
                     x = (cols[0][3] + cols[-1][3] + cols[-1][4]) / 2
-                    labels.append(Label(round(x, 1), GRID_TOP - 10, f"{prefix}r{d}", size=16))
+                    labels.append(Label(round(x, 1), lay.column_y, name, size=small))
         return tuple(labels)
-    if group == 1 and col_w >= 22:
+    widest = text_width(str(columns[-1][1]), small)
+    if group == 1 and col_w >= widest + small * 0.5:
         for _, start, _, x, w in columns:
-            labels.append(Label(round(x + w / 2, 1), GRID_TOP - 10, str(start), size=16))
+            labels.append(Label(round(x + w / 2, 1), lay.column_y, str(start), size=small))
     return tuple(labels)
 
 
-def _separators(trace, columns, col_of_element, bottom) -> tuple[tuple[float, float, float], ...]:
+def _separators(trace, columns, col_of_element, bottom, lay: Layout
+                ) -> tuple[tuple[float, float, float], ...]:
     """Vertical lines where the schedule cuts the buffer into chunks."""
     if trace.params.world > 16:
         return ()
@@ -562,42 +409,39 @@ def _separators(trace, columns, col_of_element, bottom) -> tuple[tuple[float, fl
         c = col_of_element.get(e)
         if c is not None and columns[c][1] == e and c > 0 and columns[c - 1][0] == columns[c][0]:
             xs.add(columns[c][3])
-    return tuple((round(x, 1), GRID_TOP - 4, round(bottom + 4, 1)) for x in sorted(xs))
+    top = lay.grid[1] - 4
+    return tuple((round(x, 1), round(top, 1), round(bottom + 4, 1)) for x in sorted(xs))
 
 
-def _area_labels(trace, columns) -> tuple[Label, ...]:
+AREA_TEXTS = {"buffer": ("each rank's buffer (element index above)", "each rank's buffer"),
+              "send": ("send area: block for rank d (also in transit)", "send area"),
+              "receive": ("receive area: block from rank s", "receive area")}
+"""The labels over the grid's areas, long and short: the short one where the long one does
+not fit over its area."""
+
+
+def _area_labels(trace, columns, lay: Layout) -> tuple[Label, ...]:
     p = trace.params
-    if p.op != "all_to_all":
-        first, last = columns[0], columns[-1]
-        return (Label(round((first[3] + last[3] + last[4]) / 2, 1), 84,
-                      "each rank's buffer (element index above)", size=17),)
+    names = ("buffer",) if p.op != "all_to_all" else ("send", "receive")
     labels = []
-    for a, text in enumerate(("send area: block for rank d (also in transit)",
-                              "receive area: block from rank s")):
+    for a, name in enumerate(names):
         cols = [col for col in columns if col[0] == a]
-        labels.append(Label(round((cols[0][3] + cols[-1][3] + cols[-1][4]) / 2, 1), 84, text,
-                            size=16))
+        span = cols[-1][3] + cols[-1][4] - cols[0][3]
+        text = next((t for t in AREA_TEXTS[name] if text_width(t, lay.small) <= span),
+                    AREA_TEXTS[name][-1])
+        if text_width(text, lay.small) > span + lay.small * 1.5:
+            continue
+        labels.append(Label(round(cols[0][3] + span / 2, 1), lay.area_y, text, size=lay.small))
     return tuple(labels)
 
 
-def _legend(trace: CollectiveTrace) -> tuple[tuple[str, str, float], ...]:
-    """(kind, text, x) of each legend item along the bottom edge."""
-    p = trace.params
-    items = [("stripes", "striped: sum of those ranks' inputs") if p.world <= STRIPE_LIMIT
-             else ("blues", "blue: partial sum, darker = more ranks"),
-             ("complete", "grey: sum of every rank's input"),
-             ("empty", "dashed: nothing received yet")]
-    if p.gpus_per_node < p.world:
-        items.append(("dashed", "dashed link: crosses nodes"))
-    out, x = [], 22.0
-    for kind, text in items:
-        out.append((kind, text, x))
-        x += 28 + len(text) * 7.8 + 32  # swatch, text at 14 px, gap
-    return tuple(out)
+def _legend(trace: CollectiveTrace, lay: Layout) -> tuple[tuple[str, str, float, float], ...]:
+    """(kind, text, x, y) of each legend item along the bottom edge."""
+    return tuple((kind, text, x, y)
+                 for (kind, text), (x, y) in zip(_legend_items(trace), lay.legend))
 
 
 
 def rank_swatches(world: int) -> list[tuple[int, str, str]]:
     """(rank, colour, ink) for legends and tables."""
     return [(r, rank_colour(r, world), text_on(rank_colour(r, world))) for r in range(world)]
-

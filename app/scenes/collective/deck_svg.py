@@ -31,11 +31,14 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         + "</pattern>" for s in deck.stripes)
     shown = deck.frames if not standalone else deck.frames[:current + 1]
     arrows, shared = _shared_arrows(deck, shown, current, standalone)
-    under = [text(deck.width - 18, 34, deck.title, class_="ink title", text_anchor="end",
-                  font_size=20), *_topology(deck), *_labels(deck)]
+    lay = deck.layout
+    # the title right-aligned, a line each (app/draw/layout.py heading)
+    under = [f'<text class="muted title" text-anchor="end" font-size="{lay.small}">'
+             + "".join(f'<tspan x="{x}" y="{y}">{esc(t)}</tspan>' for x, y, t in lay.title)
+             + "</text>", *_topology(deck), *_labels(deck)]
     return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
                       lambda frame: _frame(deck, frame, current, standalone, arrows),
-                      standalone=standalone, caption=caption, style=style,
+                      standalone=standalone, caption=caption, style=style, box=lay.box,
                       defs=stripes + shared, under=under, over=_legend(deck),
                       group=f'font-size="{deck.font}" text-anchor="middle" '
                             f'dominant-baseline="central" font-weight="700"')
@@ -46,8 +49,8 @@ def _topology(deck: Deck) -> list[str]:
     for path, label in deck.node_arcs:
         out.append(el("path", class_="node-arc", d=path, fill="none"))
         if label.text:
-            out.append(text(label.x, label.y, label.text, class_="muted", text_anchor="middle",
-                            font_size=label.size))
+            out.append(text(label.x, label.y, label.text, class_="muted",
+                            text_anchor=label.anchor, font_size=label.size))
     for label in deck.lane_labels:
         out.append(text(label.x, label.y, label.text, class_="muted", text_anchor=label.anchor,
                         font_size=label.size))
@@ -60,10 +63,10 @@ def _topology(deck: Deck) -> list[str]:
         if n.label:
             if n.inside:
                 out.append(text(n.lx, n.ly, n.label, dy="0.35em", text_anchor="middle",
-                                font_size=round(n.r * 0.95, 1), font_weight=700, fill=n.ink))
+                                font_size=deck.node_font, font_weight=700, fill=n.ink))
             else:
                 out.append(text(n.lx, n.ly, n.label, dy="0.35em", text_anchor="middle",
-                                font_size=16, font_weight=700, class_="ink"))
+                                font_size=deck.node_font, font_weight=700, class_="ink"))
     out.append("</g>")
     return out
 
@@ -138,8 +141,10 @@ def _frame(deck: Deck, frame, current: int, standalone: bool,
         else:
             out.extend(_arrows(frame.arrows))
         out.append("</g>")
-        out.append(text(22, 36, frame.header, class_="only-current ink step-header",
-                        font_size=24, text_anchor="start", dominant_baseline="auto"))
+        x, y, size = deck.layout.header
+        out.append(text(x, y, frame.header, class_="only-current ink step-header",
+                        font_size=size, font_weight=700, text_anchor="start",
+                        dominant_baseline="auto"))
     out.append("</g>")
     return out
 
@@ -169,19 +174,24 @@ def _merged_cells(cells) -> list[str]:
 
 
 def _legend(deck: Deck) -> list[str]:
+    lay = deck.layout
+    side, small = lay.swatch, lay.small
     out = ['<g class="legend">']
-    for kind, label, x in deck.legend:
+    for kind, label, x, y in deck.legend:
+        box = {"x": x, "y": y, "width": side, "height": side}
         if kind == "stripes":
-            out.append(el("rect", x=x, y=692, width=22, height=16, fill="url(#legend-stripes)", rx=2))
+            out.append(el("rect", **box, fill="url(#legend-stripes)", rx=2))
         elif kind == "blues":
-            out.append(el("rect", x=x, y=692, width=22, height=16, fill="#4292c6", rx=2))
+            out.append(el("rect", **box, fill="#4292c6", rx=2))
         elif kind == "complete":
-            out.append(el("rect", x=x, y=692, width=22, height=16, class_="complete", rx=2))
+            out.append(el("rect", **box, class_="complete", rx=2))
         elif kind == "empty":
-            out.append(el("rect", x=x, y=692, width=22, height=16, class_="empty", rx=2))
+            out.append(el("rect", **box, class_="empty", rx=2))
         else:
-            out.append(el("line", x1=x, y1=700, x2=x + 22, y2=700, class_="link inter"))
-        out.append(text(x + 28, 705, label, class_="muted", font_size=16))
+            out.append(el("line", x1=x, y1=round(y + side / 2, 1), x2=round(x + side, 1),
+                          y2=round(y + side / 2, 1), class_="link inter"))
+        out.append(text(x + side + small * 0.45, y + side * 0.5 + small * 0.36, label,
+                        class_="muted", font_size=small))
     out.append("</g>")
     return out
 
@@ -212,5 +222,5 @@ def _arrow(a) -> str:
 
 def _label(a) -> str:
     """An arrow's label (what it carries), over a halo."""
-    return (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=16, font_weight=600)
+    return (text(a.lx, a.ly, a.label, class_="ink halo-bg", font_size=a.size, font_weight=600)
             if a.label else "")

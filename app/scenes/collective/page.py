@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import textwrap
+from dataclasses import replace
 
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.humanize import human_bytes, human_time_us
 from app.draw.plot import line_chart
 from app.jobs.launch import torchrun_line
@@ -22,14 +24,15 @@ from app.templating import deck_style
 
 
 @memoised(DECKS)
-def deck_svg(p: CollectiveParams, frame: int) -> Markup:
-    """The page's deck, showing ``frame`` first (cached: decks are pure functions of params)."""
-    return collective_svg.render(view.build_deck(simulate_cached(p)), frame)
+def deck_svg(p: CollectiveParams, frame: int, box: Box) -> Markup:
+    """The page's deck for ``box``, showing ``frame`` first (cached: decks are pure functions
+    of their params and box)."""
+    return collective_svg.render(view.build_deck(simulate_cached(p), box), frame)
 
 
-def page_view(p: CollectiveParams, trace, frame: int) -> dict:
+def page_view(p: CollectiveParams, trace, frame: int, box: Box = PAGE) -> dict:
     factor = {"all_reduce": "2(n−1)/n", "broadcast": "1", "reduce": "1"}.get(p.op, "(n−1)/n")
-    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p),
+    return {"deck_svg": deck_svg(p, frame, box), "deck_title": view.deck_title(p),
             "chart_geometry": cost_chart(p, trace),
             "semantics": SEMANTICS[p.op], "torch_call": torch_call(p.op, p.root),
             "stats_bytes": p.count * BYTES_PER_ELEMENT[p.dtype],
@@ -44,9 +47,11 @@ def form_view() -> dict:
             "sizes": [(2**k, human_bytes(2**k)) for k in range(10, 35)]}
 
 
-def export_view(p: CollectiveParams, trace, frame: int) -> dict:
-    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
-    return {"deck_svg": collective_svg.render(view.build_deck(trace, upto=frame), frame,
+def export_view(p: CollectiveParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    caption = caption_lines(trace.frames[frame].caption, box.width)
+    return {"deck_svg": collective_svg.render(view.build_deck(trace, drawing, upto=frame), frame,
                                               standalone=True, caption=caption,
                                               style=deck_style(standalone=True))}
 

@@ -9,21 +9,18 @@ category's lines inside its rectangle. Every rectangle carries its formula and t
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 
-from app.sim.memory.ledger import CATEGORIES, GiB, Item
+from app.draw.box import Box
+from app.draw.layout import LINE, heading, legend_rows
 from app.draw.palette import CATEGORY, ramp, text_on
-from app.humanize import human_bytes
 from app.draw.plot import linear_ticks
+from app.draw.text import fits, text_width, wrap
+from app.humanize import human_bytes
+from app.sim.memory.ledger import CATEGORIES, GiB, Item
 
-WIDTH, HEIGHT = 1280, 720
-BAR_LEFT, BAR_RIGHT, BAR_TOP, BAR_BOTTOM = 100, 218, 84, 640
-MAP_LEFT, MAP_RIGHT, MAP_TOP, MAP_BOTTOM = 404, 1262, 70, 652
-LEGEND_Y = 692
-CHAR, CHAR_BOLD = 0.6, 0.74     # DejaVu Sans (bold) widths per em, a little generous
-"""Average glyph widths in em of DejaVu Sans (regular, bold), for deciding whether a label
-fits (generous: a label that might not fit is not drawn)."""
+MIN_WIDTH, MIN_HEIGHT = 560, 320
+"""The smallest box the ledger is laid out for: a narrower frame (a phone) scrolls it."""
 
 COLOURS = CATEGORY   # categories' own scheme, never a rank's colour (DESIGN principle 15)
 NAMES = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer states",
@@ -40,7 +37,7 @@ class Text:
     x: float
     y: float
     text: str
-    size: int = 16
+    size: float = 16
     anchor: str = "start"
     fill: str = ""            # a colour, or "" to take the colour of ``cls`` from the theme
     weight: int = 400
@@ -48,7 +45,7 @@ class Text:
 
 
 @dataclass(frozen=True)
-class Box:
+class Tile:
     x: float
     y: float
     w: float
@@ -63,8 +60,8 @@ class Box:
 class Layer:
     index: int
     header: str
-    bar: Box | None
-    boxes: tuple[Box, ...]
+    bar: Tile | None
+    tiles: tuple[Tile, ...]
     outline: tuple[float, float, float, float] | None   # the category's treemap rectangle
     legend: tuple[Text, ...]
     swatch: tuple[float, float, str]
@@ -77,20 +74,25 @@ class Layer:
 class Deck:
     width: int
     height: int
-    title: Text
+    box: Box
+    """the box asked for (its bucket is the deck's ``data-box``); width × height is what it
+    was laid out in (wider on a phone: :data:`MIN_WIDTH`)"""
+    label: str
+    """the deck's title, whole (its accessible name)"""
+    title: tuple[Text, ...]
+    header: Text
+    """where each layer writes its header (the text is the layer's)"""
     ticks: tuple[Text, ...]
     gridlines: tuple[float, ...]
     capacity_y: float
     capacity: tuple[Text, ...]
     layers: tuple[Layer, ...]
+    swatch: float
+    """the side of a legend swatch"""
     hatch_legend: Text | None = None
-    bar_left: float = BAR_LEFT
-    bar_right: float = BAR_RIGHT
-    bar_bottom: float = BAR_BOTTOM
-
-
-def fits(text: str, size: float, width: float, bold: bool = False) -> bool:
-    return len(text) * (CHAR_BOLD if bold else CHAR) * size <= width
+    bar_left: float = 0.0
+    bar_right: float = 0.0
+    bar_bottom: float = 0.0
 
 
 def squarify(sizes: list[float], x: float, y: float, w: float, h: float
@@ -151,52 +153,65 @@ def shade(colour: str, k: int, n: int) -> str:
     return ramp((colour, "#ffffff"), 0.45 * k / max(n - 1, 1)) if n > 1 else colour
 
 
-def item_boxes(items: list[Item], category: str, rect) -> tuple[Box, ...]:
+def item_tiles(items: list[Item], category: str, rect, box: Box) -> tuple[Tile, ...]:
     items = sorted((i for i in items if i.bytes > 0), key=lambda i: -i.bytes)
     x, y, w, h = rect
-    boxes = []
+    tiles = []
     for k, (item, (bx, by, bw, bh)) in enumerate(zip(items, squarify(
             [i.bytes for i in items], x, y, w, h))):
         fill = shade(COLOURS[category], k, len(items))
         ink = text_on(fill)
-        labels = box_labels(item.label, human_bytes(item.bytes), bx, by, bw, bh, ink)
-        boxes.append(Box(round(bx, 1), round(by, 1), round(bw, 1), round(bh, 1), fill,
-                         hover(item), item.tag == "assumption", tuple(labels)))
-    return tuple(boxes)
+        labels = tile_labels(item.label, human_bytes(item.bytes), bx, by, bw, bh, ink, box)
+        tiles.append(Tile(round(bx, 1), round(by, 1), round(bw, 1), round(bh, 1), fill,
+                          hover(item), item.tag == "assumption", tuple(labels)))
+    return tuple(tiles)
 
 
-def box_labels(label: str, value: str, x: float, y: float, w: float, h: float, ink: str
-               ) -> tuple[Text, ...]:
-    """The item's name (wrapped to the box) and bytes, at the largest size that fits; the bytes
-    alone when the name does not; nothing when neither does (the hover still tells)."""
-    for size in (17, 16):
-        width = int((w - 12) / (CHAR_BOLD * size))
-        lines = textwrap.wrap(label, width, break_long_words=False) if width > 0 else []
-        rows = int((h - 8) // (size + 4))
-        if lines and len(lines) + 1 <= rows and all(len(line) <= width for line in lines) \
-                and len(value) <= width:
-            texts = [Text(x + 6, y + 4 + (k + 1) * (size + 4) - 4, line, size, fill=ink,
-                          weight=600) for k, line in enumerate(lines)]
-            return (*texts, Text(x + 6, y + 4 + (len(lines) + 1) * (size + 4) - 4, value, size,
-                                 fill=ink))
-    if h >= 24 and fits(value, 16, w - 12, bold=True):
-        return (Text(x + 6, y + 20, value, 16, fill=ink, weight=600),)
+def tile_labels(label: str, value: str, x: float, y: float, w: float, h: float, ink: str,
+                box: Box) -> tuple[Text, ...]:
+    """The item's name (wrapped to the tile) and bytes, at the label size or the small one,
+    whichever fits first; the bytes alone when the name does not; nothing when neither does
+    (the hover still tells)."""
+    for size in (box.text, box.small):
+        inset = size * 0.45
+        room_w, room_h = w - 2 * inset, h - 2 * inset
+        lines = wrap(label, size, room_w, bold=True)
+        rows = len(lines) + 1
+        if (lines and rows * size * LINE <= room_h + size * 0.3
+                and all(fits(line, size, room_w, bold=True) for line in lines)
+                and fits(value, size, room_w)):
+            step = size * LINE
+            texts = [Text(round(x + inset, 1), round(y + inset + size * 0.9 + k * step, 1), line,
+                          size, fill=ink, weight=600) for k, line in enumerate(lines)]
+            return (*texts, Text(round(x + inset, 1),
+                                 round(y + inset + size * 0.9 + len(lines) * step, 1), value,
+                                 size, fill=ink))
+    size = box.small
+    inset = size * 0.45
+    if h >= size * 1.25 + 2 * inset * 0.6 and fits(value, size, w - 2 * inset, bold=True):
+        return (Text(round(x + inset, 1), round(y + inset * 0.6 + size * 0.95, 1), value, size,
+                     fill=ink, weight=600),)
     return ()
 
 
-def bar_labels(category: str, total: float, top: float, bottom: float, cap_y: float
-               ) -> list[Text]:
+def bar_labels(category: str, total: float, top: float, bottom: float, cap_y: float,
+               left: float, right: float, box: Box) -> list[Text]:
     """Name and bytes (or bytes alone) at the top of a bar segment — or just below the
     capacity line when that line crosses where they would go."""
-    x, ink = (BAR_LEFT + BAR_RIGHT) / 2, text_on(COLOURS[category])
+    size = box.small
+    x, ink = (left + right) / 2, text_on(COLOURS[category])
     lines = [(LEGEND[category], 600), (human_bytes(total), 400)]
-    if not fits(LEGEND[category], 16, BAR_RIGHT - BAR_LEFT - 8, bold=True):
+    if not fits(LEGEND[category], size, right - left - size * 0.6, bold=True):
         lines = lines[1:]
+    if not fits(lines[-1][0], size, right - left - size * 0.4):
+        return []
+    step = size * LINE
     while lines:
-        start = top if not top - 4 <= cap_y <= top + 18 * len(lines) + 4 else cap_y + 4
-        if start + 18 * len(lines) + 2 <= bottom:
-            return [Text(x, round(start + 17 * (k + 1), 1), text, 16, "middle", ink, weight)
-                    for k, (text, weight) in enumerate(lines)]
+        tall = step * len(lines)
+        start = top if not top - 4 <= cap_y <= top + tall + 4 else cap_y + 4
+        if start + tall + 2 <= bottom:
+            return [Text(x, round(start + size * 0.95 + k * step, 1), text, size, "middle", ink,
+                         weight) for k, (text, weight) in enumerate(lines)]
         lines = lines[1:] if len(lines) > 1 else []
     return []
 
@@ -209,64 +224,94 @@ def unit_of(limit: float) -> tuple[float, str]:
     return 1024, "KiB"
 
 
-def build_deck(trace, title: str) -> Deck:
+def build_deck(trace, title: str, box: Box) -> Deck:
+    """The ledger laid out for ``box``: the header and title along the top, the legend's rows
+    along the bottom, and between them the bar's axis, the bar, the capacity's column and the
+    treemap, each as wide as its texts at the box's sizes need (the treemap takes the rest)."""
     led, gpu = trace.ledger, trace.fit.gpu
+    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    width, height = area.width, area.height
+    pad, small = area.pad, area.small
     totals = {c: led.bytes(c) for c in CATEGORIES}
+    legend_texts = [f"{LEGEND[c]} {human_bytes(totals[c])}" for c in CATEGORIES]
+    hatched = any(i.tag == "assumption" and i.bytes > 0 for i in led.items)
+    legend = legend_rows(area, legend_texts + (["assumption"] if hatched else []))
+    top = heading(area, HEADERS, title)
+    plot_top, plot_bottom = top.top + small * 0.6, legend.top - pad
     limit = max(led.peak, gpu.capacity) * 1.06
     unit, unit_name = unit_of(limit)
-    span = BAR_BOTTOM - BAR_TOP
+    span = plot_bottom - plot_top
 
     def y_of(value: float) -> float:
-        return BAR_BOTTOM - value / limit * span
+        return plot_bottom - value / limit * span
 
+    values = linear_ticks(0, limit / unit, max(2, min(8, int(span / (small * 2.4)))))
+    tick_texts = [f"{v:g} {unit_name}" if v else "0" for v in values]
+    bar_left = pad + max(text_width(t, small) for t in tick_texts) + small * 0.6
+    bar_w = max(text_width("999 GiB", small) + small, min(small * 9.5, width * 0.08))
+    bar_right = bar_left + bar_w
     ticks, grid = [], []
-    for v in linear_ticks(0, limit / unit):
+    for v, text in zip(values, tick_texts):
         y = y_of(v * unit)
         grid.append(round(y, 1))
-        ticks.append(Text(BAR_LEFT - 10, round(y + 5, 1), f"{v:g} {unit_name}" if v else "0",
-                          16, "end"))
+        ticks.append(Text(round(bar_left - small * 0.6, 1), round(y + small * 0.35, 1), text,
+                          small, "end", cls="muted"))
     cap_y = round(y_of(gpu.capacity), 1)
-    capacity = (Text(BAR_RIGHT + 8, cap_y - 8, gpu.name, 16, weight=600),
-                Text(BAR_RIGHT + 8, cap_y + 18, human_bytes(gpu.capacity), 16))
+    verdict = (f"fits: {human_bytes(trace.fit.free)} free" if trace.fit.fits
+               else f"over by {human_bytes(-trace.fit.free)}")
+    column = [(gpu.name, area.text, 700), (human_bytes(gpu.capacity), small, 400),
+              (f"peak {human_bytes(led.peak)}", small, 700), (verdict, small, 700)]
+    col_x = bar_right + small * 0.7
+    col_w = max(text_width(t, s, bold=w > 400) for t, s, w in column)
+    # the capacity's name above its line, the rest below; moved as a block to stay in the plot
+    above = column[0][1] * LINE
+    below = sum(s * LINE for _, s, _ in column[1:])
+    first = min(max(cap_y - above * 0.35, plot_top + above * 0.75),
+                plot_bottom - below - small * 0.2)
+    ys, y = [], first
+    for k, (_, s, _) in enumerate(column):
+        ys.append(round(y, 1))
+        y += (above * 0.25 + s * 1.1) if k == 0 else s * LINE
+    kinds = ("ink", "ink", "ink", "good" if trace.fit.fits else "bad")
+    placed = [Text(round(col_x, 1), yy, t, s, weight=w, cls=c)
+              for (t, s, w), yy, c in zip(column, ys, kinds)]
+    capacity, notes_at = tuple(placed[:2]), placed[2:]
+    map_left = col_x + col_w + pad
+    map_right, map_top, map_bottom = width - pad, top.top, plot_bottom + small * 0.6
     groups = [c for c in CATEGORIES if totals[c] > 0]
     ordered = sorted(groups, key=lambda c: -totals[c])
-    rects = dict(zip(ordered, squarify([totals[c] for c in ordered], MAP_LEFT, MAP_TOP,
-                                       MAP_RIGHT - MAP_LEFT, MAP_BOTTOM - MAP_TOP)))
-    layers, below, legend_x = [], 0.0, 24.0
+    rects = dict(zip(ordered, squarify([totals[c] for c in ordered], map_left, map_top,
+                                       map_right - map_left, map_bottom - map_top)))
+    layers, below_total = [], 0.0
     for k, category in enumerate(CATEGORIES):
         total = totals[category]
         bar = None
         if total > 0:
-            top, bottom = y_of(below + total), y_of(below)
-            labels = bar_labels(category, total, top, bottom, cap_y)
-            bar = Box(BAR_LEFT, round(top, 1), BAR_RIGHT - BAR_LEFT, round(bottom - top, 1),
-                      COLOURS[category], bar_hover(category, led.items, total),
-                      False, tuple(labels))
-            below += total
+            seg_top, seg_bottom = y_of(below_total + total), y_of(below_total)
+            labels = bar_labels(category, total, seg_top, seg_bottom, cap_y, bar_left,
+                                bar_right, area)
+            bar = Tile(round(bar_left, 1), round(seg_top, 1), round(bar_w, 1),
+                       round(seg_bottom - seg_top, 1), COLOURS[category],
+                       bar_hover(category, led.items, total), False, tuple(labels))
+            below_total += total
         items = [i for i in led.items if i.category == category]
         rect = rects.get(category)
-        boxes = item_boxes(items, category, rect) if rect else ()
-        text = f"{LEGEND[category]} {human_bytes(total)}"
-        legend = (Text(legend_x + 26, LEGEND_Y + 13, text, 16),)
-        swatch = (legend_x, LEGEND_Y, COLOURS[category])
-        legend_x += 26 + len(text) * CHAR * 16 + 22
-        notes = ()
-        if k == len(CATEGORIES) - 1:
-            verdict = (f"fits: {human_bytes(trace.fit.free)} free" if trace.fit.fits
-                       else f"over by {human_bytes(-trace.fit.free)}")
-            notes = (Text((BAR_LEFT + BAR_RIGHT) / 2, round(y_of(led.peak) - 10, 1),
-                          f"peak {human_bytes(led.peak)}", 17, "middle", weight=700),
-                     Text(BAR_RIGHT + 8, cap_y + 38, verdict, 16, weight=700,
-                          cls="good" if trace.fit.fits else "bad"))
-        layers.append(Layer(k, HEADERS[k], bar, boxes,
+        tiles = item_tiles(items, category, rect, area) if rect else ()
+        sx, sy = legend.at[k]
+        text = Text(round(sx + legend.text_dx, 1), round(sy + legend.text_dy, 1),
+                    legend_texts[k], small)
+        layers.append(Layer(k, HEADERS[k], bar, tiles,
                             tuple(round(v, 1) for v in rect) if rect else None,
-                            legend, swatch, notes,
+                            (text,), (sx, sy, COLOURS[category]),
+                            tuple(notes_at) if k == len(CATEGORIES) - 1 else (),
                             f"ledger line {k + 1} of {len(CATEGORIES)}: {LEGEND[category]}"))
     hatch = None
-    if any(b.hatched for layer in layers for b in layer.boxes):
-        hatch = Text(legend_x + 26, LEGEND_Y + 13, "assumption", 16)
-    size = min(20, int((WIDTH - 420) / (CHAR * max(len(title), 1))))
-    return Deck(WIDTH, HEIGHT, Text(WIDTH - 18, 34, title, size, "end"), tuple(ticks),
-                tuple(grid), cap_y, capacity, tuple(layers), hatch)
-
-
+    if hatched:
+        sx, sy = legend.at[-1]
+        hatch = Text(round(sx + legend.text_dx, 1), round(sy + legend.text_dy, 1),
+                     "assumption", small)
+    titles = tuple(Text(x, y, line, small, "end", cls="muted") for x, y, line in top.title)
+    return Deck(width, height, box, title, titles,
+                Text(top.header_x, top.header_y, "", area.head, weight=700), tuple(ticks),
+                tuple(grid), cap_y, capacity, tuple(layers), legend.swatch, hatch,
+                round(bar_left, 1), round(bar_right, 1), round(plot_bottom, 1))

@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.svg import esc
-from app.scenes.memory.deck import Box, Deck, Layer, Text
+from app.scenes.memory.deck import Deck, Layer, Text, Tile
 
 DEFS = ('<pattern id="memory-hatch" patternUnits="userSpaceOnUse" width="9" height="9" '
         'patternTransform="rotate(45)"><rect width="3.5" height="9" fill="#ffffff" '
@@ -28,7 +28,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
     # the bar's axis and the GPU's capacity
     left, right = deck.bar_left, deck.bar_right
-    under = [texts((deck.title,)), '<g class="axis-group">']
+    under = [texts(deck.title), '<g class="axis-group">']
     under += [f'<line class="grid" x1="{left - 6}" x2="{right}" y1="{y}" y2="{y}"/>'
               for y in deck.gridlines]
     under.append(texts(deck.ticks))
@@ -41,13 +41,14 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     over = [f'<line class="limit-halo" {cap}/><line class="limit" {cap}/>']
     if deck.hatch_legend:
         t = deck.hatch_legend
-        swatch = f'x="{t.x - 26}" y="{t.y - 13}" width="20" height="18" rx="3"'
+        swatch = _swatch(deck, t)
         over.append(f'<rect {swatch} class="hatch-swatch" fill="#999999"/>'
                     f'<rect {swatch} fill="url(#memory-hatch)"/>' + texts((t,)))
-    return write_deck(deck.width, deck.height, deck.title.text, deck.layers, current,
-                      lambda layer: _layer(layer, current, standalone), standalone=standalone,
-                      caption=caption, style=style, defs=DEFS, cls="deck memory-deck",
-                      under=under, over=over, every_frame=True)
+    return write_deck(deck.width, deck.height, deck.label, deck.layers, current,
+                      lambda layer: _layer(deck, layer, current, standalone),
+                      standalone=standalone, caption=caption, style=style, defs=DEFS,
+                      cls="deck memory-deck", under=under, over=over, every_frame=True,
+                      box=deck.box)
 
 
 def texts(labels) -> str:
@@ -82,7 +83,15 @@ def _text(run: list[Text]) -> str:
     return f"<text {attrs}>{''.join(spans)}</text>"
 
 
-def _box(b: Box, cls: str = "box") -> str:
+def _swatch(deck: Deck, t: Text) -> str:
+    """The geometry of the legend swatch before text ``t`` (app/draw/layout.py legend_rows)."""
+    side = deck.swatch
+    return (f'x="{round(t.x - side - t.size * 0.45, 1)}" '
+            f'y="{round(t.y - side * 0.5 - t.size * 0.36, 1)}" width="{side}" height="{side}" '
+            f'rx="3"')
+
+
+def _box(b: Tile, cls: str = "box") -> str:
     hatch = (f'<rect x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}" fill="url(#memory-hatch)" '
              f'pointer-events="none"/>' if b.hatched else "")
     return (f'<g class="{cls}" data-tip="{esc(b.title)}"><rect class="fill" x="{b.x}" '
@@ -90,14 +99,15 @@ def _box(b: Box, cls: str = "box") -> str:
             f'{texts(b.labels)}</g>')
 
 
-def _layer(layer: Layer, current: int, standalone: bool) -> list[str]:
+def _layer(deck: Deck, layer: Layer, current: int, standalone: bool) -> list[str]:
     # a file's later layers are hidden
     out = [frame_start(layer.index, current, layer.unit, hidden=layer.index > current)]
     if layer.bar:
         out.append(_box(layer.bar, "box bar"))
-    out += [_box(b) for b in layer.boxes]
+    out += [_box(b) for b in layer.tiles]
     x, y, colour = layer.swatch
-    out.append(f'<rect x="{x}" y="{y}" width="20" height="18" rx="3" fill="{colour}"/>')
+    out.append(f'<rect x="{x}" y="{y}" width="{deck.swatch}" height="{deck.swatch}" rx="3" '
+               f'fill="{colour}"/>')
     out.append(texts((*layer.legend, *layer.notes)))
     if not standalone or layer.index == current:
         out.append('<g class="only-current">')
@@ -105,6 +115,7 @@ def _layer(layer: Layer, current: int, standalone: bool) -> list[str]:
                 [(layer.bar.x, layer.bar.y, layer.bar.w, layer.bar.h)] if layer.bar else []):
             out.append(f'<rect class="group-outline" x="{x}" y="{y}" width="{w}" height="{h}" '
                        f'pointer-events="none"/>')
-        out.append(step_header(layer.header) + "</g>")
+        h = deck.header
+        out.append(step_header(layer.header, x=h.x, y=h.y, size=h.size) + "</g>")
     out.append("</g>")
     return out

@@ -4,12 +4,13 @@ set-up and torchrun command (check.py)."""
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import replace
 
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.jobs.launch import torchrun_line, torchrun_text
 from app.scene import traced
 from app.scenes.memory import deck_svg as memory_svg
@@ -102,31 +103,35 @@ def node_command(c) -> str:
     return torchrun_text(CHECK.worker, node.tp * node.dp, config_argv(node))
 
 
-def deck_svg(p, trace, frame: int):
-    """The page's deck, showing ``frame`` first."""
-    return memory_svg.render(build_deck(trace, title(p, trace)), frame)
+def deck_svg(p, trace, frame: int, box: Box):
+    """The page's deck laid out for ``box``, showing ``frame`` first."""
+    return memory_svg.render(build_deck(trace, title(p, trace), box), frame)
 
 
-def export_context(p, trace, frame: int) -> dict:
-    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
-    return {"deck_svg": memory_svg.render(build_deck(trace, title(p, trace)), frame,
-                                          standalone=True, caption=caption,
+def export_context(p, trace, frame: int, box: Box) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    return {"deck_svg": memory_svg.render(build_deck(trace, title(p, trace), drawing), frame,
+                                          standalone=True,
+                                          caption=caption_lines(trace.frames[frame].caption,
+                                                                box.width),
                                           style=deck_style(standalone=True))}
 
 
 @memoised(DECKS)
-def deck_markup(p: MemoryParams, frame: int) -> Markup:
-    """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
-    return deck_svg(p, traced(simulate, p), frame)
+def deck_markup(p: MemoryParams, frame: int, box: Box) -> Markup:
+    """The page's deck for ``box``, showing ``frame`` first (cached: a deck is a pure function
+    of its params and box)."""
+    return deck_svg(p, traced(simulate, p), frame, box)
 
 
-def page_view(p: MemoryParams, trace, frame: int) -> dict:
-    return {"deck_svg": deck_markup(p, frame), **page_context(p, trace, frame)}
+def page_view(p: MemoryParams, trace, frame: int, box: Box = PAGE) -> dict:
+    return {"deck_svg": deck_markup(p, frame, box), **page_context(p, trace, frame)}
 
 
 def form_view() -> dict:
     return {}
 
 
-def export_view(p: MemoryParams, trace, frame: int) -> dict:
-    return export_context(p, trace, frame)
+def export_view(p: MemoryParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    return export_context(p, trace, frame, box)

@@ -20,17 +20,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim.pipeline.simulate import PipelineTrace
-from app.sim.pipeline.captions import EPS
+from app.draw.box import Box
+from app.draw.layout import LINE, Legend, heading, legend_rows
+from app.draw.plot import linear_ticks
+from app.draw.text import text_width, wrap
 from app.humanize import sig4
+from app.scenes.pipeline import deck_layers as draw
+from app.scenes.pipeline.deck_layers import SUMMARY_COLOURS, Arrow, Block, TimeAxis, pass_fill
+from app.sim.pipeline.captions import EPS
 from app.sim.pipeline.orders import SCHEDULE_KINDS
 from app.sim.pipeline.schedules import KINDS
-from app.scenes.pipeline import deck_layers as draw
-from app.scenes.pipeline.deck_layers import LEFT, RIGHT, SUMMARY_COLOURS, Arrow, Block, pass_fill, x_of
-from app.draw.plot import linear_ticks
+from app.sim.pipeline.simulate import PipelineTrace
 
-WIDTH, HEIGHT = 1280, 720
-TOP, BOTTOM = 100.0, 648.0           # the lanes
+MIN_WIDTH, MIN_HEIGHT = 560, 320
+"""The smallest box the timeline is laid out for: a narrower frame (a phone) scrolls it."""
 DRAW_RANKS, DRAW_PASSES = 32, 2048
 
 
@@ -73,13 +76,21 @@ class Lane:
 class Deck:
     width: int
     height: int
+    box: Box
+    """the box asked for (the deck's ``data-box``); width × height is what it was laid out in"""
     title: str
+    title_lines: tuple[tuple[float, float, str], ...]
+    """(x, baseline, text) of each line of the title, right-aligned; the note's lines follow"""
+    header: tuple[float, float, float]
+    """x, baseline and size of the step's header"""
     drawn: bool
     lanes: tuple[Lane, ...]
     ticks: tuple[tuple[float, str], ...]
     frames: tuple[FrameView, ...]
-    legend: tuple[tuple[str, str, str, float], ...]
-    """(kind, fill, text, x)"""
+    legend: tuple[tuple[str, str, str, float, float], ...]
+    """(kind, fill, text, x, y): y is the swatch's top"""
+    swatch: float
+    """the side of a legend swatch (its text follows at ``swatch + small * 0.45``)"""
     note: str
     side_header: str
     ghost: tuple[tuple[str, str], ...]
@@ -91,23 +102,93 @@ class Deck:
     """height of a pass"""
     font: float
     """font of the passes' labels"""
+    small: float
+    """ticks, the side column, the cursor's label, the legend, the note"""
+    axis_y: float
+    """the baseline of the time ticks; the grid starts under them"""
+    grid_top: float
     bottom: float
     """the bottom of the last lane"""
-    left: float = LEFT
-    right: float = RIGHT
+    side_x: float
+    """the middle of the side column (idle share and peak per rank)"""
+    pill_w: float
+    left: float
+    right: float
 
 
-def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
-    """Every frame of ``trace`` (or frames 0…``upto`` for a standalone export)."""
+def build_deck(trace: PipelineTrace, box: Box, upto: int | None = None) -> Deck:
+    """Every frame of ``trace`` (or frames 0…``upto`` for a standalone export), laid out for
+    ``box``: the header and title on top, the time axis under them, a lane per rank between
+    the rank labels (left) and each rank's idle share and peak (right), the time cursor's label
+    and the legend's rows below."""
     p = trace.params
     flat, line = trace.flat, trace.line
     ranks, makespan = p.stages, line.makespan
     drawn = ranks <= DRAW_RANKS and flat.ids.size <= DRAW_PASSES
-    lane_h = min(140.0, (BOTTOM - TOP) / ranks)
-    band = lane_h * (0.56 if lane_h >= 44 else 0.8)
-    mem_h = lane_h * 0.28 if drawn and lane_h >= 44 else 0.0
-    lane_y = [TOP + r * lane_h for r in range(ranks)]
+    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
     last = len(trace.frames) - 1 if upto is None else upto
+
+    kind = SCHEDULE_KINDS[p.schedule]
+    chunks = f" × {p.chunks} chunks" if p.chunks > 1 else ""
+    title = (f"{kind.title} · {ranks} rank{'s' if ranks > 1 else ''}{chunks} · "
+             f"{p.microbatches} micro-batch{'es' if p.microbatches > 1 else ''}")
+    note = "" if drawn else (f"{flat.ids.size:,} passes on {ranks} ranks: each lane shows, per "
+                             f"slice of time, how much of it the rank spent on each kind of pass")
+    headers = [_header(f) for f in trace.frames[:last + 1]]
+    top = heading(area, headers, title)
+    title_lines = top.title
+    below = top.top
+    if note:
+        lines = wrap(note, small, width - 2 * pad)
+        title_lines += tuple((width - pad, round(below + small * (0.9 + LINE * k), 1), t)
+                             for k, t in enumerate(lines))
+        below += small * LINE * len(lines) + pad * 0.3
+    axis_y = round(below + small * 0.9, 1)
+    grid_top = round(axis_y + small * 0.45, 1)
+    lanes_top = grid_top + small * 0.3
+    pill_h = round(small * 1.7, 1)
+
+    def lanes_for(items):
+        legend = legend_rows(area, [t for _, _, t in items])
+        bottom = legend.top - pad * 0.6 - pill_h - small * 0.4    # the last lane's bottom
+        return legend, min(text * 8, (bottom - lanes_top) / ranks)
+
+    # the held activations get a strip under each lane's passes where lanes are tall enough
+    legend_items = _legend(trace, drawn, memory=drawn)
+    legend, lane_h = lanes_for(legend_items)
+    tall = lane_h >= text * 2.8
+    if drawn and not tall:
+        legend_items = _legend(trace, drawn, memory=False)
+        legend, lane_h = lanes_for(legend_items)
+    bottom = lanes_top + lane_h * ranks
+
+    # the columns: rank labels on the left, idle share and peak on the right
+    every = next((e for e in (1, 2, 4, 8, 16) if e * lane_h >= text * 1.2), 32)
+    named = lane_h >= text * 1.4
+    label_text = f"rank {ranks - 1}" if named else str(ranks - 1)
+    stages_shown = lane_h >= text * 1.3 + small * 1.35 + 6
+    stages = trace.rank_stages()
+    stage_labels = [draw.stages_label(s) for s in stages] if stages_shown else []
+    left = pad + max([text_width(label_text, text, bold=True)]
+                     + [text_width(t, small) for t in stage_labels]) + small * 0.8
+    side = lane_h >= small * 1.15
+    sides = ([f"{1 - line.busy[r] / makespan:.0%} · {trace.memory.peak[r]}" for r in range(ranks)]
+             if side else [])
+    side_header = "idle · peak" if side else ""
+    side_w = max([text_width(t, small) for t in sides + [side_header]] or [0.0])
+    pill_w = round(text_width(f"t = {sig4(makespan)}", small, bold=True) + small * 1.4, 1)
+    right = width - pad - (side_w + small * 1.2 if side else pill_w / 2)
+    tick_w = text_width(sig4(makespan) + "0", small)
+    right = min(right, width - pad - tick_w / 2)
+    axis = TimeAxis(round(left, 1), round(right, 1), makespan)
+    side_x = round((right + small * 1.2 + width - pad) / 2 if side else right, 1)
+
+    band = lane_h * (0.56 if tall else 0.8)
+    mem_h = lane_h * 0.28 if drawn and tall else 0.0
+    lane_y = [lanes_top + r * lane_h for r in range(ranks)]
+    font = small if band - 3 >= small * 1.2 else 0.0
     cursors = np.array([f.time for f in trace.frames])
     frame_of = lambda t: np.minimum(np.searchsorted(cursors[1:], np.asarray(t) - EPS, side="left") + 1,
                                     len(cursors) - 1)
@@ -116,53 +197,47 @@ def build_deck(trace: PipelineTrace, upto: int | None = None) -> Deck:
     passes: list[Block] = []
     arrows: list[Arrow | None] = []
     if drawn:
-        passes = draw.blocks(trace, lane_y, band, makespan)
-        arrows = draw.arrows(trace, lane_y, band, makespan)
-        draw.memory(trace, layers, lane_y, band, mem_h, makespan, frame_of)
-        draw.sends(trace, layers, lane_y, band, makespan, frame_of)
-        draw.idle(trace, layers, lane_y, band, makespan, frame_of)
+        passes = draw.blocks(trace, lane_y, band, axis, font)
+        arrows = draw.arrows(trace, lane_y, band, axis)
+        draw.memory(trace, layers, lane_y, band, mem_h, axis, frame_of)
+        draw.sends(trace, layers, lane_y, band, axis, frame_of)
+        draw.idle(trace, layers, lane_y, band, axis, frame_of)
 
     frames = []
-    for f in trace.frames[:last + 1]:
+    for f, header in zip(trace.frames[:last + 1], headers):
         marked = drawn and f.hi - f.lo <= 64
-        header = "Before the first pass" if f.step == 0 else (
-            f"Done · t = {sig4(f.time)}" if f.phase == "done" else f"t = {sig4(f.time)} · {f.phase}")
         unit = ("before the first pass" if f.step == 0 else
                 f"t = {sig4(f.time)} of {sig4(makespan)}: "
                 + ("done" if f.phase == "done" else f.phase))
         layer = layers[f.step]
-        cursor = x_of(f.time, makespan)
+        cursor = axis.x(f.time)
         frames.append(FrameView(f.step, header, unit, round(cursor, 1), f"t = {sig4(f.time)}",
-                                round(min(max(cursor, LEFT + 40), RIGHT + 40), 1),
-                                0.0 if drawn else round(RIGHT - cursor, 1),
+                                round(min(max(cursor, pad + pill_w / 2), width - pad - pill_w / 2), 1),
+                                0.0 if drawn else round(right - cursor, 1),
                                 tuple(passes[f.lo:f.hi]), layer["idle"], layer["memory"],
                                 layer["sends"],
                                 tuple(a for a in arrows[f.lo:f.hi] if a) if marked else (),
                                 marked and f.hi > f.lo))
 
-    font = min(18.0, max(16.0, lane_h * 0.36))
-    every = 1 if lane_h >= 14 else 4 if lane_h >= 5 else 8
-    stages = trace.rank_stages()
     lanes = tuple(Lane(r, round(lane_y[r], 1), round(lane_h, 1),
-                       (f"rank {r}" if lane_h >= 14 else str(r)) if r % every == 0 else "", font,
-                       (f"{1 - line.busy[r] / makespan:.0%} · {trace.memory.peak[r]}"
-                        if lane_h >= 14 else ""),
-                       draw.stages_label(stages[r]) if lane_h >= 44 else "")
+                       (f"rank {r}" if named else str(r)) if r % every == 0 else "", text,
+                       sides[r] if side else "", stage_labels[r] if stages_shown else "")
                   for r in range(ranks))
-    kind = SCHEDULE_KINDS[p.schedule]
-    chunks = f" × {p.chunks} chunks" if p.chunks > 1 else ""
-    title = (f"{kind.title} · {ranks} rank{'s' if ranks > 1 else ''}{chunks} · "
-             f"{p.microbatches} micro-batch{'es' if p.microbatches > 1 else ''}")
-    note = "" if drawn else (f"{flat.ids.size:,} passes on {ranks} ranks: each lane shows, per "
-                             f"slice of time, how much of it the rank spent on each kind of pass")
-    ticks = tuple((round(x_of(t, makespan), 1), sig4(t)) for t in linear_ticks(0, makespan, 8)
+    count = max(2, min(8, int((right - left) / (tick_w + small * 2))))
+    ticks = tuple((round(axis.x(t), 1), sig4(t)) for t in linear_ticks(0, makespan, count)
                   if t <= makespan + EPS)
-    return Deck(WIDTH, HEIGHT, title, drawn, lanes, ticks, tuple(frames),
-                _legend(trace, drawn, mem_h > 0), note, "idle · peak" if lane_h >= 14 else "",
+    return Deck(width, height, box, title, title_lines, (top.header_x, top.header_y, area.head),
+                drawn, lanes, ticks, tuple(frames), _placed(legend_items, legend),
+                legend.swatch, note, side_header,
                 _ghost(passes, round(band - 3, 1)) if drawn else (),
-                {} if drawn else draw.slices(trace, lane_y, band, makespan),
-                round(band - 3, 1), round(min(16.0, band * 0.5), 1),
-                round(lane_y[-1] + lane_h, 1))
+                {} if drawn else draw.slices(trace, lane_y, band, axis),
+                round(band - 3, 1), font, small, axis_y, grid_top, round(bottom, 1), side_x,
+                pill_w, axis.left, axis.right)
+
+
+def _header(f) -> str:
+    return ("Before the first pass" if f.step == 0 else
+            f"Done · t = {sig4(f.time)}" if f.phase == "done" else f"t = {sig4(f.time)} · {f.phase}")
 
 
 def _ghost(passes: list[Block], band: float) -> tuple[tuple[str, str], ...]:
@@ -177,31 +252,27 @@ def _ghost(passes: list[Block], band: float) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _legend(trace, drawn: bool, memory: bool) -> tuple[tuple[str, str, str, float], ...]:
+def _legend(trace, drawn: bool, memory: bool) -> list[tuple[str, str, str]]:
+    """(kind, fill, text) of each legend item."""
     kinds = sorted({KINDS[k] for k in np.unique(trace.flat.kind).tolist()}, key=KINDS.index)
     if drawn:
         short = {"F": "F forward", "B": "B backward", "I": "I backward (inputs)",
                  "W": "W backward (weights)"}
-        items = [(k, pass_fill(k, 4, 8), short[k]) for k in kinds]
+        items = [("todo", "", "faint: to come")]
+        items += [(k, pass_fill(k, 4, 8), short[k]) for k in kinds]
         items.append(("mb", "", "label, shade = micro-batch"))
     else:
         items = [("F", SUMMARY_COLOURS["F"], "forward"),
                  ("B", SUMMARY_COLOURS["back"], "backward" + (" (B or I)" if "I" in kinds else ""))]
         if "W" in kinds:
             items.append(("W", SUMMARY_COLOURS["W"], "weight gradients"))
-    if drawn:
-        items.insert(0, ("todo", "", "faint: to come"))
     items.append(("idle", "", "idle" if drawn else "empty: idle (bubble)"))
     if memory:
         items.append(("mem", "", "activations held"))
     if drawn and trace.params.t_comm:
         items.append(("send", "", "send"))
-    def width(texts):                  # 16-unit text: at 7.8 a character the swatches touched
-        return sum(28 + len(t) * 9.2 + 24 for t in texts)
-    if width(t for _, _, t in items) > WIDTH - 30:
-        items = [(k, f, "label = micro-batch" if k == "mb" else t) for k, f, t in items]
-    out, x = [], 22.0
-    for kind, fill, text in items:
-        out.append((kind, fill, text, round(x, 1)))
-        x += width([text])
-    return tuple(out)
+    return items
+
+
+def _placed(items, legend: Legend) -> tuple[tuple[str, str, str, float, float], ...]:
+    return tuple((kind, fill, text, x, y) for (kind, fill, text), (x, y) in zip(items, legend.at))

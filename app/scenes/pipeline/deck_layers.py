@@ -15,18 +15,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.sim.pipeline.captions import EPS
-from app.humanize import sig4
-from app.sim.pipeline.schedules import KIND_NAMES, KINDS
 from app.draw.palette import PASS, mix, text_on
+from app.draw.text import text_width
+from app.humanize import sig4
+from app.sim.pipeline.captions import EPS
+from app.sim.pipeline.schedules import KIND_NAMES, KINDS
 
-LEFT, RIGHT = 175.0, 1168.0          # the time axis
 TITLED_PASSES = 640
 """passes carry a tooltip when there are at most this many (page weight)"""
 SLICES = 240
 SUMMARY_COLOURS = {"F": PASS["F"], "back": PASS["B"], "W": PASS["W"]}
-LABEL_EM = 0.62
-"""width of a character of a pass's label (DejaVu Sans bold), in em"""
 
 
 @dataclass(frozen=True)
@@ -50,12 +48,21 @@ class Arrow:
     head: str
 
 
-def x_of(t: float, makespan: float) -> float:
-    return LEFT + (RIGHT - LEFT) * t / makespan if makespan else LEFT
+@dataclass(frozen=True)
+class TimeAxis:
+    """Time 0 … ``makespan`` drawn from x = ``left`` to ``right``."""
 
+    left: float
+    right: float
+    makespan: float
 
-def xs_of(t: np.ndarray, makespan: float) -> np.ndarray:
-    return LEFT + (RIGHT - LEFT) * t / makespan if makespan else np.full(np.shape(t), LEFT)
+    def x(self, t: float) -> float:
+        return (self.left + (self.right - self.left) * t / self.makespan if self.makespan
+                else self.left)
+
+    def xs(self, t) -> np.ndarray:
+        return (self.left + (self.right - self.left) * np.asarray(t) / self.makespan
+                if self.makespan else np.full(np.shape(t), self.left))
 
 
 @lru_cache(maxsize=4096)
@@ -84,8 +91,9 @@ def rects_path(x0, x1, y, h) -> str:
                                          np.asarray(x1).tolist(), np.asarray(h).tolist()))
 
 
-def blocks(trace, lane_y, band, makespan) -> list[Block]:
-    """Every pass, in order of start (frame f's are ``[f.lo:f.hi]``)."""
+def blocks(trace, lane_y, band, axis: TimeAxis, font: float) -> list[Block]:
+    """Every pass, in order of start (frame f's are ``[f.lo:f.hi]``), labelled at ``font``
+    (0: no labels) where the label fits."""
     flat, line, m = trace.flat, trace.line, trace.params.microbatches
     chunks = trace.params.chunks
     order = trace.by_start
@@ -93,10 +101,9 @@ def blocks(trace, lane_y, band, makespan) -> list[Block]:
     dense[flat.ids] = np.arange(flat.ids.size)
     own_forward = np.where(np.isin(flat.kind, (1, 2)), dense[flat.stage * 4 * m + flat.microbatch], -1)
     source = trace.links.source
-    font = min(17.0, band * 0.5)
-    x0 = xs_of(line.start[order], makespan)
-    x1 = xs_of(line.end[order], makespan)
-    room = ((x1 - x0 - 6) / (font * LABEL_EM)).tolist() if font >= 16 else [0.0] * order.size
+    x0 = axis.xs(line.start[order])
+    x1 = axis.xs(line.end[order])
+    room = (x1 - x0 - font * 0.4).tolist() if font else [0.0] * order.size
     titled = flat.ids.size <= TITLED_PASSES
     lane_top = [round(y + 3, 1) for y in lane_y]
     out = []
@@ -108,8 +115,9 @@ def blocks(trace, lane_y, band, makespan) -> list[Block]:
         kind = KINDS[kind]
         fill = pass_fill(kind, mb, m)
         short = f"{kind}{mb}"
-        label = (f"{stage}{short}" if chunks > 1 and len(short) + len(str(stage)) <= fits
-                 else short if len(short) <= fits else "")
+        longer = f"{stage}{short}"
+        label = (longer if chunks > 1 and text_width(longer, font, True) <= fits
+                 else short if text_width(short, font, True) <= fits else "")
         title = (f"{stage}{short}: stage {stage} {KIND_NAMES[kind]}, micro-batch {mb} · "
                  f"rank {rank} · t = {sig4(line.start[k])} → {sig4(line.end[k])}"
                  if titled else "")
@@ -132,7 +140,7 @@ def idle_stretches(trace):
     return out
 
 
-def idle(trace, layers, lane_y, band, makespan, frame_of) -> None:
+def idle(trace, layers, lane_y, band, axis: TimeAxis, frame_of) -> None:
     """Each frame's idle stretches (those that begin in it) as one path."""
     gaps = idle_stretches(trace)
     if not gaps:
@@ -142,16 +150,17 @@ def idle(trace, layers, lane_y, band, makespan, frame_of) -> None:
     y = np.asarray(lane_y)[r] + 3
     for k in np.unique(frames).tolist():
         pick = frames == k
-        layers[k]["idle"] = rects_path(xs_of(s[pick], makespan), xs_of(e[pick], makespan),
+        layers[k]["idle"] = rects_path(axis.xs(s[pick]), axis.xs(e[pick]),
                                        y[pick], np.full(pick.sum(), band - 3))
 
 
-def memory(trace, layers, lane_y, band, mem_h, makespan, frame_of) -> None:
+def memory(trace, layers, lane_y, band, mem_h, axis: TimeAxis, frame_of) -> None:
     """Each rank's held activations as a step area under its passes, cut at the frames'
     cursors so that frame k draws it up to its own cursor: one outline per rank and frame."""
     if not mem_h:
         return
     top = max(max(trace.memory.peak), 1)
+    makespan = axis.makespan
     cursors = np.array([f.time for f in trace.frames[1:]])
     pieces: dict[int, list[str]] = {}
     for r, (times, held) in enumerate(zip(trace.memory.times, trace.memory.held)):
@@ -163,7 +172,7 @@ def memory(trace, layers, lane_y, band, mem_h, makespan, frame_of) -> None:
         if not keep.any():
             continue
         frames = np.atleast_1d(frame_of(ends[keep]))
-        x0, x1 = xs_of(cuts[keep], makespan), xs_of(ends[keep], makespan)
+        x0, x1 = axis.xs(cuts[keep]), axis.xs(ends[keep])
         tops = base - mem_h * values[keep] / top
         # a run of touching steps in one frame is one outline
         run = np.concatenate(([True], (frames[1:] != frames[:-1]) | (x0[1:] - x1[:-1] > 0.01)))
@@ -176,7 +185,7 @@ def memory(trace, layers, lane_y, band, mem_h, makespan, frame_of) -> None:
         layers[k]["memory"] = "".join(parts)
 
 
-def sends(trace, layers, lane_y, band, makespan, frame_of) -> None:
+def sends(trace, layers, lane_y, band, axis: TimeAxis, frame_of) -> None:
     """Each frame's sends (those that leave in it) as one path of straight lines."""
     p, line, flat, links = trace.params, trace.line, trace.flat, trace.links
     if not p.t_comm:
@@ -190,8 +199,8 @@ def sends(trace, layers, lane_y, band, makespan, frame_of) -> None:
     ly = np.asarray(lane_y)
     y0 = ly[rs] + np.where(down, band, 3)
     y1 = ly[rc] + np.where(down, 3, band)
-    x0 = xs_of(line.end[producers], makespan)
-    x1 = xs_of(line.end[producers] + p.t_comm, makespan)
+    x0 = axis.xs(line.end[producers])
+    x1 = axis.xs(line.end[producers] + p.t_comm)
     frames = np.atleast_1d(frame_of(line.end[producers]))
     for k in np.unique(frames).tolist():
         pick = frames == k
@@ -200,14 +209,14 @@ def sends(trace, layers, lane_y, band, makespan, frame_of) -> None:
                 x0[pick].tolist(), y0[pick].tolist(), x1[pick].tolist(), y1[pick].tolist()))
 
 
-def slices(trace, lane_y, band, makespan) -> dict[str, str]:
+def slices(trace, lane_y, band, axis: TimeAxis) -> dict[str, str]:
     """Each rank's time cut into SLICES slices, each a stacked bar of the shares spent on F,
     B|I and W (in eighths; the empty rest is idle); neighbours within an eighth merge. One path
     per colour; they all sit in layer 0: frames veil what lies after their cursor instead."""
     flat, line = trace.flat, trace.line
-    edges = np.linspace(0, makespan, SLICES + 1)
+    edges = np.linspace(0, axis.makespan, SLICES + 1)
     groups = {"F": flat.kind == 0, "back": (flat.kind == 1) | (flat.kind == 2), "W": flat.kind == 3}
-    width = (RIGHT - LEFT) / SLICES
+    width = (axis.right - axis.left) / SLICES
     parts: dict[str, list[str]] = {name: [] for name in SUMMARY_COLOURS}
     for r, (a, b) in enumerate(zip(flat.offsets[:-1], flat.offsets[1:])):
         eighths = []
@@ -225,7 +234,7 @@ def slices(trace, lane_y, band, makespan) -> dict[str, str]:
             if j < SLICES and all(abs(a - b) <= 1 for a, b in zip(keys[j], keys[first])):
                 continue
             # a stacked bar: forward at the bottom, then backward, then W; empty = idle
-            x, x_end = LEFT + first * width, LEFT + j * width
+            x, x_end = axis.left + first * width, axis.left + j * width
             bottom = lane_y[r] + band
             for name, share in zip(SUMMARY_COLOURS, keys[first]):
                 if share:
@@ -243,7 +252,7 @@ def _towards(px, py, cx, cy, distance):
     return px + dx / length * distance, py + dy / length * distance
 
 
-def arrows(trace, lane_y, band, makespan) -> list[Arrow | None]:
+def arrows(trace, lane_y, band, axis: TimeAxis) -> list[Arrow | None]:
     """For every pass in order of start: the arrow from the pass whose output it waited for on
     another rank (None: it waited for nobody).
     The arrows are :func:`app.draw.geometry.arrow`'s curves (bend 0.18, 2 px gaps, a 10 px
@@ -251,14 +260,14 @@ def arrows(trace, lane_y, band, makespan) -> list[Arrow | None]:
     flat, line, links = trace.flat, trace.line, trace.links
     order = trace.by_start
     ly = np.asarray(lane_y)
-    x0 = xs_of(line.start[order], makespan)
+    x0 = axis.xs(line.start[order])
     source = links.source[order]
     remote = (source >= 0) & links.remote[order]
     out: list[Arrow | None] = [None] * order.size
     pick = np.flatnonzero(remote)
     if pick.size:
         s = source[pick]
-        px, py = xs_of(line.end[s], makespan), ly[flat.rank[s]] + band / 2
+        px, py = axis.xs(line.end[s]), ly[flat.rank[s]] + band / 2
         qx, qy = x0[pick], ly[flat.rank[order[pick]]] + band / 2
         cx, cy = (px + qx) / 2 + 0.18 * (qy - py), (py + qy) / 2 - 0.18 * (qx - px)
         sx, sy = _towards(px, py, cx, cy, 2)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from app.draw.deck import deck_title, frame_start, step_header, write_deck
+from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.palette import PASS, mix
 from app.draw.svg import esc, esc_attr
 from app.scenes.pipeline.deck import Deck, FrameView
@@ -34,10 +34,10 @@ DEFS = ('<pattern id="pp-idle" patternUnits="userSpaceOnUse" width="8" height="8
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
-    under = [deck_title(deck.title, deck.width)]
-    if deck.note:
-        under.append(f'<text class="muted" x="{deck.width - 18}" y="58" text-anchor="end" '
-                     f'font-size="16">{esc(deck.note)}</text>')
+    # the title (and a summarised timeline's note) right-aligned, a line each
+    under = [f'<text class="muted title" text-anchor="end" font-size="{deck.small}">'
+             + "".join(f'<tspan x="{x}" y="{y}">{esc(t)}</tspan>' for x, y, t in deck.title_lines)
+             + "</text>"]
     under += _lanes(deck, standalone)
     over = _now(deck, deck.frames[current])
     over.append('<g class="pp-hover" aria-hidden="true"></g>')
@@ -45,7 +45,7 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
                       lambda f: _frame(deck, f, current, standalone), standalone=standalone,
                       caption=caption, style=style, defs=DEFS, cls="deck pipeline-deck",
-                      under=under, over=over,
+                      under=under, over=over, box=deck.box,
                       group=f'font-size="{deck.font}" text-anchor="middle"')
 
 
@@ -54,18 +54,20 @@ def _lanes(deck: Deck, standalone: bool) -> list[str]:
     left, right, bottom = deck.left, deck.right, deck.bottom
     stripes = "".join(f"M{left} {l.y}H{right}v{l.h}H{left}z" for l in deck.lanes[::2])
     out = [f'<path class="lane-bg" d="{stripes}"/>']
+    gap = deck.small * 0.8
     for l in deck.lanes:
         if l.label:
-            y = l.y + (l.h / 2 if not l.stages else l.h * 0.36)
-            out.append(f'<text class="ink" x="{left - 12}" y="{y:.1f}" dy="0.35em" '
+            y = l.y + (l.h / 2 if not l.stages else l.h / 2 - deck.small * 0.65)
+            out.append(f'<text class="ink" x="{left - gap:.1f}" y="{y:.1f}" dy="0.35em" '
                        f'text-anchor="end" font-size="{l.font}" font-weight="700">{l.label}</text>')
         if l.stages:
-            out.append(f'<text class="muted" x="{left - 12}" y="{l.y + l.h * 0.36 + 20:.1f}" '
-                       f'dy="0.35em" text-anchor="end" font-size="16">{l.stages}</text>')
-    sides = [f'<text x="1222" y="{l.y + l.h / 2:.1f}" dy="0.35em">{l.side}</text>'
+            out.append(f'<text class="muted" x="{left - gap:.1f}" '
+                       f'y="{l.y + l.h / 2 + l.font * 0.65:.1f}" dy="0.35em" text-anchor="end" '
+                       f'font-size="{deck.small}">{l.stages}</text>')
+    sides = [f'<text x="{deck.side_x}" y="{l.y + l.h / 2:.1f}" dy="0.35em">{l.side}</text>'
              for l in deck.lanes if l.side]
     if deck.side_header:
-        sides.insert(0, f'<text x="1222" y="88">{deck.side_header}</text>')
+        sides.insert(0, f'<text x="{deck.side_x}" y="{deck.axis_y}">{deck.side_header}</text>')
     # the passes to come, faint in their kind's colour (a solid edge: a dashed one costs the
     # browser ten times the raster); the passes drawn in each frame cover them. On a page the
     # edge is one screen pixel wide (non-scaling): Chromium's software rasteriser draws that as
@@ -76,9 +78,10 @@ def _lanes(deck: Deck, standalone: bool) -> list[str]:
     out += [f'<path class="pp-todo" fill="{fill}" fill-opacity="0.3" stroke="{fill}" {edge} '
             f'd="{d}"/>' for fill, d in deck.ghost]
     out.append('<path class="grid" fill="none" d="'
-               + "".join(f"M{x} 94V{bottom}" for x, _ in deck.ticks) + '"/>')
-    out.append('<g class="muted" font-size="16" text-anchor="middle">'
-               + "".join(f'<text x="{x}" y="86">{label}</text>' for x, label in deck.ticks)
+               + "".join(f"M{x} {deck.grid_top}V{bottom}" for x, _ in deck.ticks) + '"/>')
+    out.append(f'<g class="muted" font-size="{deck.small}" text-anchor="middle">'
+               + "".join(f'<text x="{x}" y="{deck.axis_y}">{label}</text>'
+                         for x, label in deck.ticks)
                + "".join(sides) + "</g>")
     out += [f'<path fill="{fill}" d="{d}"/>' for fill, d in deck.slices.items()]
     return out
@@ -120,45 +123,52 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
 
 def _now(deck: Deck, f: FrameView) -> list[str]:
     """The current frame's veil (summarised timelines), time cursor and header."""
-    bottom = deck.bottom
+    bottom, top, small = deck.bottom, deck.grid_top, deck.small
+    pill_h = round(small * 1.7, 1)
+    pill_y = round(bottom + small * 0.4, 1)
     out = ['<g class="pp-now">']
     if not deck.drawn:
-        out.append(f'<rect class="veil" x="{f.cursor}" y="94" width="{f.veil}" '
-                   f'height="{bottom - 94:.1f}" data-right="{deck.right}"/>')
+        out.append(f'<rect class="veil" x="{f.cursor}" y="{top}" width="{f.veil}" '
+                   f'height="{bottom - top:.1f}" data-right="{deck.right}"/>')
     hidden = ' display="none"' if f.index == 0 else ""
+    x, y, size = deck.header
     out.append(f'<g class="pp-cursor"{hidden}><line class="cursor" x1="{f.cursor}" '
-               f'x2="{f.cursor}" y1="94" y2="{bottom + 6:.1f}"/>'
-               f'<rect class="cursor-pill" x="{f.pill - 56:.1f}" y="{bottom + 8:.1f}" '
-               f'width="112" height="26" rx="13"/>'
-               f'<text class="cursor-label" x="{f.pill}" y="{bottom + 21:.1f}" dy="0.35em" '
-               f'text-anchor="middle" font-size="16">{esc(f.cursor_label)}</text></g>'
-               + step_header(f.header) + "</g>")
+               f'x2="{f.cursor}" y1="{top}" y2="{pill_y:.1f}"/>'
+               f'<rect class="cursor-pill" x="{f.pill - deck.pill_w / 2:.1f}" y="{pill_y}" '
+               f'width="{deck.pill_w}" height="{pill_h}" rx="{pill_h / 2:.1f}"/>'
+               f'<text class="cursor-label" x="{f.pill}" y="{pill_y + pill_h / 2:.1f}" '
+               f'dy="0.35em" text-anchor="middle" font-size="{small}">{esc(f.cursor_label)}'
+               f'</text></g>' + step_header(f.header, x=x, y=y, size=size) + "</g>")
     return out
 
 
 def _legend(deck: Deck) -> list[str]:
     out = ['<g class="legend">']
-    for kind, fill, text, x in deck.legend:
+    side = deck.swatch
+    half = round(side / 2, 1)
+    for kind, fill, text, x, y in deck.legend:
+        box = f'x="{x}" y="{y}" width="{side}" height="{side}"'
         if kind == "idle":
-            out.append(f'<rect class="idle" x="{x}" y="692" width="22" height="16"/>'
-                       f'<rect x="{x}" y="692" width="22" height="16" fill="none" class="grid"/>')
+            out.append(f'<rect class="idle" {box}/><rect {box} fill="none" class="grid"/>')
         elif kind == "mem":
-            out.append(f'<rect class="legend-mem" x="{x}" y="692" width="22" height="16"/>')
+            out.append(f'<rect class="legend-mem" {box}/>')
         elif kind == "send":
-            out.append(f'<line class="send" x1="{x}" y1="708" x2="{x + 22}" y2="692"/>')
+            out.append(f'<line class="send" x1="{x}" y1="{y + side}" x2="{x + side}" y2="{y}"/>')
         elif kind == "todo":
-            out += [f'<rect x="{x + k * 11}" y="692" width="11" height="16" fill="{c}" '
+            out += [f'<rect x="{x + k * half}" y="{y}" width="{half}" height="{side}" fill="{c}" '
                     f'fill-opacity="0.3" stroke="{c}" stroke-width="1.2"/>'
                     for k, c in enumerate((PASS["F"], PASS["B"]))]
         elif kind == "mb":
-            out += [f'<rect x="{x + k * 6}" y="692" width="6" height="16" fill="{c}"/>'
-                    for k, c in enumerate(MB_SWATCH)]
+            quarter = round(side / 4, 1)
+            out += [f'<rect x="{round(x + k * quarter, 1)}" y="{y}" width="{quarter}" '
+                    f'height="{side}" fill="{c}"/>' for k, c in enumerate(MB_SWATCH)]
         else:
             w = ' class="legend-w"' if kind == "W" else ""
-            out.append(f'<rect{w} x="{x}" y="692" width="22" height="16" fill="{fill}" rx="2"/>')
+            out.append(f'<rect{w} {box} fill="{fill}" rx="2"/>')
             if kind == "I":
-                out.append(f'<rect x="{x}" y="692" width="22" height="16" fill="url(#pp-hatch)" '
-                           f'rx="2"/>')
-        out.append(f'<text class="muted" x="{x + 28}" y="705" font-size="16">{text}</text>')
+                out.append(f'<rect {box} fill="url(#pp-hatch)" rx="2"/>')
+        out.append(f'<text class="muted" x="{round(x + side + deck.small * 0.45, 1)}" '
+                   f'y="{round(y + side * 0.5 + deck.small * 0.36, 1)}" '
+                   f'font-size="{deck.small}">{text}</text>')
     out.append("</g>")
     return out

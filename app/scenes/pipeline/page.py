@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import textwrap
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.humanize import sig4
 from app.draw.plot import line_chart
 from app.jobs.launch import torchrun_line
@@ -28,19 +30,21 @@ CHUNKS_FOR = {k: kind.chunks for k, kind in SCHEDULE_KINDS.items() if kind.chunk
 
 
 @memoised(DECKS)
-def deck_of(p: PipelineParams) -> view.Deck:
-    return view.build_deck(traced(simulate, p))
+def deck_of(p: PipelineParams, box: Box) -> view.Deck:
+    return view.build_deck(traced(simulate, p), box)
 
 
 @memoised(DECKS)
-def deck_svg(p: PipelineParams, frame: int) -> Markup:
-    """The page's deck, showing ``frame`` first (cached: decks are pure functions of params)."""
-    return pipeline_svg.render(deck_of(p), frame)
+def deck_svg(p: PipelineParams, frame: int, box: Box) -> Markup:
+    """The page's deck for ``box``, showing ``frame`` first (cached: decks are pure functions
+    of their params and box)."""
+    return pipeline_svg.render(deck_of(p, box), frame)
 
 
-def page_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
+def page_view(p: PipelineParams, trace: PipelineTrace, frame: int, box: Box = PAGE) -> dict:
     kind = SCHEDULE_KINDS[p.schedule]
-    return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title, "kind": kind,
+    return {"deck_svg": deck_svg(p, frame, box), "deck_title": deck_of(p, box).title,
+            "kind": kind,
             "bubble_chart": bubble_chart(p, trace), "memory_chart": memory_chart(trace),
             "orders": orders_preview(trace), "sends": sends_preview(trace),
             "torch_class": TORCH_CLASS.get(p.schedule),
@@ -52,10 +56,13 @@ def form_view() -> dict:
     return {"kinds": SCHEDULE_KINDS, "chunks_for": CHUNKS_FOR, "style": pipeline_style(False)}
 
 
-def export_view(p: PipelineParams, trace: PipelineTrace, frame: int) -> dict:
+def export_view(p: PipelineParams, trace: PipelineTrace, frame: int,
+                box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
     return {"deck_svg": pipeline_svg.render(
-        view.build_deck(trace, upto=frame), frame, standalone=True,
-        caption=tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3]),
+        view.build_deck(trace, drawing, upto=frame), frame, standalone=True,
+        caption=caption_lines(trace.frames[frame].caption, box.width),
         style=deck_style(standalone=True) + pipeline_style(True))}
 
 
