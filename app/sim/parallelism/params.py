@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from app.sim.models import PRESETS
 from app.params import (
     Control,
     Dp,
@@ -133,6 +134,11 @@ class ParallelismParams(SceneParams):
                     ([f"misses {', '.join(missing)}"] if missing else [])
             raise Invalid("order", f'order "{self.order}" {" and ".join(parts)}: name each of '
                                    f'{", ".join(AXES)} once, fastest-varying first')
+        shape = PRESETS[self.model]          # TP splits the heads of the model it counts
+        for name, count in (("heads", shape.heads), ("kv_heads", shape.kv_heads)):
+            if count % self.tp:
+                raise Invalid("tp", f"tp ({self.tp}) must divide {name} ({count}) of "
+                                    f"{self.model}: each TP rank computes whole heads")
         if self.world > MAX_WORLD:
             raise Invalid("dp", f"world = tp·cp·dp·pp = {self.tp}·{self.cp}·{self.dp}·{self.pp}"
                                 f" = {self.world:,} must be at most {MAX_WORLD:,} ranks on this "
