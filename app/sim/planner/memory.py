@@ -7,7 +7,7 @@ data-parallel ranks by stage), activations per layer from Korthikanti et al. 202
 b = 1: they are linear in b) with sequence parallelism whenever tp > 1, the first stage holding
 p micro-batches of its layers under 1F1B (× (1 + (p−1)/(pv)) interleaved), the last stage the
 output layer's inputs and fp32 logits, and the ledger's buffers (1 GiB context, the logits'
-gradient, ZeRO-3's gathered layer, two 25 MiB buckets). With cp = 1 and a dense model the peak
+gradient, ZeRO-3's two gathered layers and one layer's gradient, two 25 MiB buckets). With cp = 1 and a dense model the peak
 equals :func:`app.sim.memory.ledger.ledger`'s (a test checks it). CP splits the sequence:
 every activation is that of s/cp tokens. MoE: experts are split over ep·tp·pp, their states
 over the expert-data-parallel ranks dp·cp/ep.
@@ -67,7 +67,8 @@ def peak_bytes(model: PlanModel, g, gpu: GpuSpec) -> dict[str, np.ndarray]:
     last = per_layer * last_layers + head
     only = per_layer * L + (tokens * h / shard if gpt else 0.0) + head
     # 3. buffers
-    zero3 = np.where((z == 3) & (nd > 1), 4 * model.largest_tensor / tp, 0.0)
+    # ZeRO-3: two gathered layers (this one and the prefetched next) + one layer's gradient
+    zero3 = np.where((z == 3) & (nd > 1), (2 * 2 + 2) * model.zero3_unit(tp, ep), 0.0)
     buckets = np.where(nd > 1, 2 * BUCKET_BYTES, 0.0)
     common = CONTEXT_BYTES + zero3 + buckets
     first_peak = st + first + common

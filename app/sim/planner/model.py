@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.sim.memory.activations import LayerShape
 from app.sim.models import ModelShape
 from app.sim.moe.presets import MoeModel
@@ -33,6 +35,7 @@ class PlanModel:
     moe_layers: int = 0
     embedding_params: int = 0
     largest_tensor: int = 0      # elements of the largest parameter tensor (ZeRO-3 gather)
+    layer_replicated: int = 0    # of layer_params, what TP keeps whole on every rank (norms)
     shape: ModelShape | None = None   # the dense shape, for chapter 1's ledger
     attention: str = "flash"     # flash | materialized (the scores through HBM, pre-2022)
 
@@ -69,11 +72,24 @@ class PlanModel:
                           gated_mlp=self.gated, dropout=self.family == "gpt", act_bytes=2)
 
 
+    def zero3_unit(self, tp, ep=1):
+        """Φ, what ZeRO-3 gathers at once on one GPU (:func:`app.sim.memory.ledger.zero3_unit`):
+        one layer's parameters (÷ tp where TP splits them; an MoE layer's routed experts also ÷
+        ep), or the largest single tensor where that is larger."""
+        split = self.layer_params - self.layer_replicated
+        experts = self.expert_params / ep if self.moe else 0.0
+        return np.maximum((split + experts) / tp + self.layer_replicated,
+                          self.largest_tensor / tp)
+
+
 def from_shape(m: ModelShape) -> PlanModel:
-    largest = max(t.numel for t in m.tensors())
+    tensors = m.tensors()
+    largest = max(t.numel for t in tensors)
+    replicated = sum(t.numel for t in tensors if t.place == "layer" and t.tp_dim is None)
     return PlanModel(m.name, m.family, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab,
                      m.seq, m.gated_mlp, m.layer_params(), 0,
-                     embedding_params=m.embedding_params(), largest_tensor=largest, shape=m)
+                     embedding_params=m.embedding_params(), largest_tensor=largest,
+                     layer_replicated=replicated, shape=m)
 
 
 MOE_HEADS = {"mixtral-8x7b": (32, 8), "deepseek-v3": (128, 128), "qwen1.5-moe-a2.7b": (16, 16)}
