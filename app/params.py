@@ -292,7 +292,7 @@ ZeroStage = Annotated[int, Field(ge=0, le=3, description="ZeRO stage")]
 Recompute = Literal["none", "selective", "full"]
 Optimizer = Literal["sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit"]
 Precision = Literal["fp32", "mixed"]          # mixed: 16-bit params and grads, fp32 master/states
-GpuModel = Literal["a100-40", "a100-80", "h100-80", "h200-141", "mi300x-192"]
+GpuModel = Literal["a100-40", "a100-80", "h100-80", "h800-80", "h200-141", "mi300x-192"]
 GPU_TEXTS = {key: gpu.name for key, gpu in GPUS.items()}  # "A100 40 GB": a GPU's option text
 Steps = Annotated[int, Field(ge=1, le=64, description="optimizer steps")]
 LearningRate = Annotated[float, Field(gt=0, le=10, description="learning rate")]

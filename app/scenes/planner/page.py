@@ -9,7 +9,7 @@ from app.scenes.planner import deck
 from app.sim.planner.hardware import BAND, GPU_SPECS
 from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml
 from app.sim.planner.params import PlannerParams
-from app.sim.planner.simulate import published
+from app.sim.planner.ledger import ledger
 from app.sim.models import PRESETS
 from app.templating import deck_style
 
@@ -33,11 +33,21 @@ def handoffs(p: PlannerParams, c) -> list[tuple[str, str]]:
             ("rank layout", "/parallelism?" + urlencode(par))]
 
 
+def ledger_families() -> dict:
+    """The accuracy ledger by paper: rows, mean and largest |error| (the page links the rest)."""
+    led = ledger()
+    families: dict[str, list] = {}
+    for r in led.rows:
+        families.setdefault(r.run.family, []).append(abs(r.error))
+    return {"rows": len(led.rows), "mean": led.mean_abs_error, "max": led.max_abs_error,
+            "families": [(name, len(e), sum(e) / len(e), max(e)) for name, e in families.items()]}
+
+
 def page_view(p: PlannerParams, trace, frame: int) -> dict:
     plan = trace.plan
     b = plan.best
     ctx = {"deck_svg": deck.render(trace, frame), "deck_title": "Planner", "plan": plan,
-           "band": BAND, "published": published(), "gpu_spec": GPU_SPECS[p.gpu],
+           "band": BAND, "ledger": ledger_families(), "gpu_spec": GPU_SPECS[p.gpu],
            "top": plan.candidates[:12]}
     if b:
         model = p.plan_model()

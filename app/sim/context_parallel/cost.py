@@ -44,7 +44,7 @@ from app.sim.flops import attention_core_flops, layer_forward_flops
 from app.sim.models import ModelShape
 
 GPU_PEAK_TFLOPS: dict[str, float] = {"a100-40": 312.0, "a100-80": 312.0, "h100-80": 989.0,
-                                     "h200-141": 989.0, "mi300x-192": 1307.0}
+                                     "h800-80": 989.0, "h200-141": 989.0, "mi300x-192": 1307.0}
 """Dense BF16 peak of each GPU (NVIDIA A100 and H100/H200 SXM datasheets, AMD MI300X), TFLOP/s."""
 ACT_BYTES = 2
 CP_SWEEP: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)

@@ -30,6 +30,7 @@ GPUS: dict[str, Gpu] = {g.key: g for g in (
     Gpu("a100-40", "A100 40 GB", 40 * GiB),
     Gpu("a100-80", "A100 80 GB", 80 * GiB),
     Gpu("h100-80", "H100 80 GB", 80 * GiB),
+    Gpu("h800-80", "H800 80 GB", 80 * GiB),          # H100 compute, NVLink cut to 400 GB/s
     Gpu("h200-141", "H200 141 GB", 141 * GiB),
     Gpu("mi300x-192", "MI300X 192 GB", 192 * GiB),
 )}

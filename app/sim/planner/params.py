@@ -70,11 +70,19 @@ class PlannerParams(SceneParams):
     recompute: Annotated[Recompute | None, Control(
         "recompute", kind="choice", widget="select",
         options={None: "any", "none": "none", "selective": "selective", "full": "full"})] = None
-    schedule: Literal["1f1b", "interleaved_1f1b"] | None = None
+    # pin the pipeline schedule (DualPipe: DeepSeek-V3's, two chunks a rank, both directions)
+    schedule: Literal["1f1b", "interleaved_1f1b", "dualpipe"] | None = None
     chunks: Annotated[int | None, Field(ge=1, le=8, description="model chunks per rank v")] = None
     # how attention runs: flash (FlashAttention, 2022 on) or materialized (scores through HBM,
     # as Megatron-LM ran it in 2021, PTD-P's runs)
     attention: Literal["flash", "materialized"] = "flash"
+    # gradient reduction overlapped with backward (DDP, FSDP, Megatron-LM since 2023) or after it
+    grad_overlap: bool = True
+    # element type of the matmuls: bf16, or fp8 as DeepSeek-V3 (FP8 peak, attention stays bf16)
+    gemm_dtype: Literal["bf16", "fp8"] = "bf16"
+    # MoE: each token to at most this many nodes (DeepSeek-V3's node-limited routing: 4)
+    node_limit: Annotated[int | None, Field(ge=1, le=2048,
+                                            description="nodes a token may be routed to")] = None
 
     @model_validator(mode="after")
     def _consistent(self) -> PlannerParams:
@@ -92,6 +100,13 @@ class PlannerParams(SceneParams):
                                           f"({m.heads})")
         if self.ep not in (None, 1) and self.preset not in MOE_PRESETS:
             raise Invalid("ep", f"ep ({self.ep}) needs an MoE preset: {self.preset} is dense")
+        if self.node_limit is not None and self.preset not in MOE_PRESETS:
+            raise Invalid("node_limit", f"node_limit ({self.node_limit}) routes MoE tokens: "
+                                        f"{self.preset} is dense")
+        if self.gemm_dtype == "fp8" and not GPU_SPECS[self.gpu].fp8_tflops:
+            raise Invalid("gemm_dtype", f"gemm_dtype fp8 needs FP8 tensor cores: the "
+                                        f"{GPU_SPECS[self.gpu].name} has none (H100, H800, H200 "
+                                        f"and MI300X do)")
         return self
 
     def shape(self):
@@ -107,7 +122,9 @@ class PlannerParams(SceneParams):
 
     def cluster(self) -> Cluster:
         return Cluster(GPU_SPECS[self.gpu], self.gpus, self.gpus_per_node, self.intra_node_gbs,
-                       self.inter_node_gbs, self.intra_alpha_us, self.inter_alpha_us)
+                       self.inter_node_gbs, self.intra_alpha_us, self.inter_alpha_us,
+                       grad_overlap=self.grad_overlap, gemm_dtype=self.gemm_dtype,
+                       node_limit=self.node_limit)
 
     def pins(self) -> Pins:
         return Pins(self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.micro_batch,
