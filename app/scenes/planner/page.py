@@ -60,7 +60,8 @@ def page_view(p: PlannerParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {}
+    # what an empty NVLink field stands for: the chosen GPU's own link
+    return {"gpu_nvlink": {key: f"{spec.nvlink_gbs:g}" for key, spec in GPU_SPECS.items()}}
 
 
 def export_view(p: PlannerParams, trace, frame: int) -> dict:

@@ -17,7 +17,8 @@ qwen2_moe                 the same as qwen2, with num_experts, num_experts_per_t
 deepseek_v3               the same, with n_routed_experts, num_experts_per_tok,
                           n_shared_experts, moe_intermediate_size, first_k_dense_replace
                           and MLA's q_lora_rank, kv_lora_rank, qk_nope_head_dim,
-                          qk_rope_head_dim, v_head_dim
+                          qk_rope_head_dim, v_head_dim; n_group and topk_group (the
+                          group-limited routing: at most topk_group nodes a token)
 gpt2                      n_layer, n_embd, n_head, n_inner (absent: 4·n_embd),
                           vocab_size, n_positions
 ========================  ==========================================================
@@ -168,6 +169,11 @@ def _moe(model_type: str, config: dict, shape: dict, read: list[str], extra: dic
                 mla[key] = _int(config, key, read, key)
         if mla:
             extra["mla"] = mla
+        if config.get("topk_group") and config.get("n_group"):
+            # group-limited routing: experts in n_group groups (one a node in training),
+            # a token to at most topk_group of them — DeepSeek-V3's node limit M
+            extra["node_limit"] = _int(config, "topk_group", read, "top_k")
+            extra["expert_groups"] = _int(config, "n_group", read, "experts")
     if "top_k" in shape and "experts" in shape and shape["top_k"] > shape["experts"]:
         raise ConfigError("num_experts_per_tok", f"num_experts_per_tok ({shape['top_k']}) "
                                                  f"must be at most the experts "

@@ -54,10 +54,9 @@ def layer_bytes(model: PlanModel, seq: int, tp: int, recompute: str) -> float:
     * MoE layers keep each token's k dispatched copies (the experts' input) and their k
       outputs before the weighted sum (2·k·sbh more than a dense MLP's input).
     """
-    if model.attention == "flash" and recompute == "none":
-        recompute = "selective"
+    stored = "selective" if model.attention == "flash" and recompute == "none" else recompute
     shape = model.layer_shape(seq, 1)
-    out = per_layer_bytes(shape, tp, tp > 1, recompute)
+    out = per_layer_bytes(shape, tp, tp > 1, stored)
     if recompute == "full":
         return out
     sb, e, h, kv = seq, 2, model.hidden, model.kv_dim

@@ -44,9 +44,10 @@ class PlannerParams(SceneParams):
     gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="number")] = 8
     # sequences per step
     global_batch: Annotated[GlobalBatch, Control("Global batch (sequences)", kind="number")] = 1024
-    # NVLink per GPU, GB/s
-    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink GB/s per GPU", kind="number",
-                                                    step="any")] = 450.0
+    # NVLink per GPU, one direction, GB/s (empty: the GPU's own)
+    intra_node_gbs: Annotated[IntraNodeGBs | None, Control(
+        "NVLink GB/s per GPU", kind="number", step="any",
+        help="Each way. Empty: the GPU's own (A100 300, H100 and H200 450, H800 200).")] = None
     # InfiniBand per GPU (400 Gb/s), GB/s
     inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand GB/s per GPU", kind="number",
                                                     step="any")] = 50.0
@@ -121,7 +122,8 @@ class PlannerParams(SceneParams):
         return replace(model, attention=self.attention)
 
     def cluster(self) -> Cluster:
-        return Cluster(GPU_SPECS[self.gpu], self.gpus, self.gpus_per_node, self.intra_node_gbs,
+        gpu = GPU_SPECS[self.gpu]
+        return Cluster(gpu, self.gpus, self.gpus_per_node, self.intra_node_gbs or gpu.nvlink_gbs,
                        self.inter_node_gbs, self.intra_alpha_us, self.inter_alpha_us,
                        grad_overlap=self.grad_overlap, gemm_dtype=self.gemm_dtype,
                        node_limit=self.node_limit)
