@@ -162,15 +162,13 @@ def materialized_attention(model: PlanModel, b, rows, s, tp, peak, hbm, e):
     return bmm + fwd * scores / hbm, 2 * bmm + bwd * scores / hbm
 
 
-def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict:
+def _layer_terms(model: PlanModel, cluster: Cluster, tp, cp, ep, b, rc, dual) -> dict:
+    """Steps 1–6 for one layer and one micro-batch: what depends on (tp, cp, ep, b,
+    recompute, DualPipe) only."""
     gpu = cluster.gpu
     peak, hbm = gpu.peak_tflops * 1e12, gpu.hbm_tbs * 1e12 * HBM_EFFICIENCY
     mm_peak = (gpu.fp8_tflops if cluster.gemm_dtype == "fp8" else gpu.peak_tflops) * 1e12
-    tp, cp, pp, dp, ep, v, z, b, m, rc = (g[k].astype(float) for k in
-                                          ("tp", "cp", "pp", "dp", "ep", "v", "zero", "b", "m",
-                                           "rc"))
-    dual = g["dual"].astype(bool) if "dual" in g else np.zeros(tp.shape, dtype=bool)
-    L, h, s, V = model.layers, model.hidden, model.seq, model.vocab
+    h, s, V = model.hidden, model.seq, model.vocab
     full, selective = rc == 2, rc == 1
     T = b * s / cp
     # 1–3. compute of one layer, one micro-batch: forward, backward, recomputation
@@ -203,6 +201,27 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     if model.moe:
         layer_compute = layer_compute * np.where(dual & (ep > 1), overlap_slowdown(model), 1.0)
     ep_layer = exposed_ep(ep_all, layer_compute + tp_layer + cp_layer, dual)
+    return {"gemm_f": gemm_f, "attn_f": attn_f, "elem_f": elem_f, "layer_compute": layer_compute,
+            "head_f": head_f, "tp_layer": tp_layer, "passes": passes, "cp_fwd": cp_fwd,
+            "cp_layer": cp_layer, "ep_fwd": ep_fwd, "ep_layer": ep_layer}
+
+
+def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict:
+    gpu = cluster.gpu
+    peak, hbm = gpu.peak_tflops * 1e12, gpu.hbm_tbs * 1e12 * HBM_EFFICIENCY
+    tp, cp, pp, dp, ep, v, z, b, m, rc = (g[k].astype(float) for k in
+                                          ("tp", "cp", "pp", "dp", "ep", "v", "zero", "b", "m",
+                                           "rc"))
+    dual = g["dual"].astype(bool) if "dual" in g else np.zeros(tp.shape, dtype=bool)
+    L, h, s, V = model.layers, model.hidden, model.seq, model.vocab
+    full, selective = rc == 2, rc == 1
+    T = b * s / cp
+    shard = np.where(tp > 1, tp, 1)
+    terms = _layer_terms(model, cluster, tp, cp, ep, b, rc, dual)        # 1–6
+    gemm_f, attn_f, elem_f, layer_compute, head_f = (terms[k] for k in (
+        "gemm_f", "attn_f", "elem_f", "layer_compute", "head_f"))
+    tp_layer, passes, cp_fwd, cp_layer, ep_fwd, ep_layer = (terms[k] for k in (
+        "tp_layer", "passes", "cp_fwd", "cp_layer", "ep_fwd", "ep_layer"))
     # 7. the stage: the busiest of ⌈L/p⌉ layers and the last stage's remainder + output layer
     per_stage = np.ceil(L / pp)
     last_layers = L - (pp - 1) * per_stage
