@@ -72,18 +72,30 @@ class PlannerParams(SceneParams):
         "recompute", kind="choice", widget="select",
         options={None: "any", "none": "none", "selective": "selective", "full": "full"})] = None
     # pin the pipeline schedule (DualPipe: DeepSeek-V3's, two chunks a rank, both directions)
-    schedule: Literal["1f1b", "interleaved_1f1b", "dualpipe"] | None = None
+    schedule: Annotated[Literal["1f1b", "interleaved_1f1b", "dualpipe"] | None, Control(
+        "schedule", kind="choice", widget="select",
+        options={None: "any", "1f1b": "1F1B", "interleaved_1f1b": "interleaved 1F1B",
+                 "dualpipe": "DualPipe"},
+        help="DualPipe is searched for MoE models, or when pinned here.")] = None
     chunks: Annotated[int | None, Field(ge=1, le=8, description="model chunks per rank v")] = None
     # how attention runs: flash (FlashAttention, 2022 on) or materialized (scores through HBM,
     # as Megatron-LM ran it in 2021, PTD-P's runs)
-    attention: Literal["flash", "materialized"] = "flash"
+    attention: Annotated[Literal["flash", "materialized"], Control(
+        "Attention", kind="choice", widget="select",
+        options={"flash": "FlashAttention", "materialized": "scores through HBM (2021)"})] = "flash"
     # gradient reduction overlapped with backward (DDP, FSDP, Megatron-LM since 2023) or after it
-    grad_overlap: bool = True
+    grad_overlap: Annotated[bool, Control(
+        "Gradient reduction", kind="choice", widget="select",
+        options={True: "overlapped with backward", False: "after the backward (2021)"})] = True
     # element type of the matmuls: bf16, or fp8 as DeepSeek-V3 (FP8 peak, attention stays bf16)
-    gemm_dtype: Literal["bf16", "fp8"] = "bf16"
+    gemm_dtype: Annotated[Literal["bf16", "fp8"], Control(
+        "Matmuls", kind="choice", widget="select",
+        options={"bf16": "BF16", "fp8": "FP8 (H100, H800, H200, MI300X)"})] = "bf16"
     # MoE: each token to at most this many nodes (DeepSeek-V3's node-limited routing: 4)
     node_limit: Annotated[int | None, Field(ge=1, le=2048,
-                                            description="nodes a token may be routed to")] = None
+                                            description="nodes a token may be routed to"),
+                          Control("Nodes a token may reach (MoE)", kind="number",
+                                  help="DeepSeek-V3 routes to at most 4. Empty: any.")] = None
 
     @model_validator(mode="after")
     def _consistent(self) -> PlannerParams:
