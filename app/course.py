@@ -39,7 +39,8 @@ CHAPTERS: tuple[Chapter, ...] = (
         "router, capacity and load balancing", "expert-parallel All-to-All", "EP × DP × TP × PP")),
     Chapter(11, "Putting it together", (
         "the TP × PP × DP × EP × CP rank layout", "communication groups mapped onto nodes",
-        "choosing the best mix for a cluster")),
+        "choosing the best mix for a cluster",
+        "the training framework that runs a mix for real")),
 )
 
 

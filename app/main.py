@@ -35,13 +35,14 @@ from app.scenes import (
     planner,
     precision,
     tensor_parallel,
+    train,
     zero,
 )
 from app.templating import STATIC, asset_version, render
 
 SCENES = (memory.SCENE, parallelism.SCENE, collective.SCENE, optimizer.SCENE,
           data_parallel.SCENE, zero.SCENE, tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE,
-          checkpointing.SCENE, context_parallel.SCENE, moe.SCENE, planner.SCENE)
+          checkpointing.SCENE, context_parallel.SCENE, moe.SCENE, planner.SCENE, train.SCENE)
 """Every built scene, in course order."""
 
 # Only same-origin content may load: no CDN, no remote fonts (DESIGN budgets). Pages may not

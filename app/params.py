@@ -21,13 +21,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 from urllib.parse import urlencode
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from app.sim.memory.fit import GPUS
-from app.sim.models import PRESETS
+from app.catalog.gpus import GPUS
+from app.catalog.models import PRESETS
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,10 @@ class Control:
     (a bool drawn as two chips is a ``choice`` with ``options={False: "off", True: "on"}``).
     ``text`` is a typed string; its ``options`` are suggestions (a datalist) and its maxlength
     is the field's max_length.
+
+    ``group`` names the parameter group (app/param_groups.py) whose field this is: "model",
+    "network" or "gpu"; the page lays the group out with ``group()`` (fields.html), never field
+    by field. A scene's own fields leave it empty.
     """
 
     label: str
@@ -62,6 +66,7 @@ class Control:
     values: tuple[int, ...] | None = None
     options: Any = None
     widget: Literal["radios", "select"] = "radios"
+    group: str = ""
 
     def __post_init__(self):
         if (self.kind == "values") != (self.values is not None):
@@ -76,6 +81,19 @@ class Control:
             items = (self.options.items() if isinstance(self.options, Mapping)
                      else ((v, str(v)) for v in self.options))
             object.__setattr__(self, "options", tuple(items))
+
+
+GROUP_ORDER: dict[str, tuple[str, ...]] = {}
+"""Each parameter group's fields in the group's own order, filled by app/param_groups.py."""
+
+
+def group_fields(model: type[BaseModel], group: str) -> list[str]:
+    """The fields of ``model`` that belong to parameter group ``group``, in the group's order
+    (GROUP_ORDER; the same in every scene): what ``group()`` in fields.html lays out."""
+    names = [name for name in model.model_fields
+             if (spec := control_spec(model, name)) is not None and spec.group == group]
+    order = GROUP_ORDER.get(group, ())
+    return sorted(names, key=lambda n: order.index(n) if n in order else len(order))
 
 
 def control_spec(model: type[BaseModel], name: str) -> Control | None:
@@ -127,12 +145,56 @@ def _control(model: type[BaseModel], name: str, spec: Control) -> dict:
             "values": list(spec.values) if spec.values is not None else None}
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """Names a scene's query had before, and what they are called now: ``{old: new}``.
+
+    A query is *old-style* when it carries a name that only the old scheme had (an old name that
+    is no field now: MoE's ``cost_hidden``, context parallelism's ``context``); every name of
+    such a query is read the old way (MoE's ``hidden`` was the token width, so it becomes
+    ``token_width``). A query with no old-only name is read the new way, whatever it holds. A
+    query that mixes an old-only name with a new-only one (``context`` with ``example_seq``)
+    cannot be read either way: :class:`Invalid`, naming the old parameter.
+
+    The params model translates an old-style query itself (:meth:`SceneParams._old_names`), so
+    /api, the CLI and the real runs read old queries as they were meant; pages, embeds, /svg
+    and /export answer them with a 308 to the new query (app/routes/renamed.py)."""
+
+    names: Mapping[str, str]
+
+    def old_only(self, model: type[BaseModel]) -> list[str]:
+        return [old for old in self.names if old not in model.model_fields]
+
+    def new_only(self) -> list[str]:
+        return [new for new in self.names.values() if new not in self.names]
+
+    def is_old(self, model: type[BaseModel], query: Mapping[str, Any]) -> bool:
+        return any(old in query for old in self.old_only(model))
+
+    def rename(self, model: type[BaseModel], pairs: Iterable[tuple[str, Any]]
+               ) -> list[tuple[str, Any]]:
+        """``pairs`` (an old-style query's) with every old name replaced by its new one; an
+        :class:`Invalid` when they also hold a new-only name."""
+        pairs = list(pairs)
+        keys = {k for k, _ in pairs}
+        mixed = [new for new in self.new_only() if new in keys]
+        if mixed:
+            old = next(o for o in self.old_only(model) if o in keys)
+            moves = ", ".join(f"{a} → {b}" for a, b in self.names.items())
+            raise Invalid(old, f"{old} is an old name ({moves}) and {mixed[0]} a new one: a "
+                               f"query takes one or the other — write {self.names[old]} for "
+                               f"{old}")
+        return [(self.names.get(k, k), v) for k, v in pairs]
+
+
 class SceneParams(BaseModel):
     """Base of every scene's parameters: frozen, NaN and ∞ refused, unknown keys ignored (a
-    page URL may carry ``frame``)."""
+    page URL may carry ``frame``). ``renamed``: the names its query had before
+    (:class:`Renamed`), read the old way when a query uses them."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False,
                               validate_default=True)
+    renamed: ClassVar[Renamed | None] = None
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -147,11 +209,31 @@ class SceneParams(BaseModel):
         if changed:
             cls.model_rebuild(force=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """An old-style query (:attr:`renamed`) read with its old meaning."""
+        if cls.renamed is not None and isinstance(data, Mapping) and cls.renamed.is_old(cls, data):
+            return dict(cls.renamed.rename(cls, data.items()))
+        return data
+
     def query(self, **overrides: Any) -> str:
-        """The canonical query string of these params (every field that is set, in declaration
-        order; an optional field left at None is left out)."""
+        """The canonical query string of these params: every field that is set — the scene's
+        own fields in declaration order, then those of its parameter groups
+        (app/param_groups.py), group by group in each group's order; an optional field left at
+        None is left out."""
         values = {**self.model_dump(), **overrides}
-        return urlencode({k: _query_value(v) for k, v in values.items() if v is not None})
+        return urlencode({k: _query_value(values[k]) for k in _query_order(type(self))
+                          if values.get(k) is not None})
+
+
+@lru_cache(maxsize=None)
+def _query_order(model: type[SceneParams]) -> tuple[str, ...]:
+    """The scene's own fields in declaration order, then each group's (GROUP_ORDER) in the
+    group's order."""
+    own = [n for n in model.model_fields
+           if (spec := control_spec(model, n)) is None or not spec.group]
+    return (*own, *(n for group in GROUP_ORDER for n in group_fields(model, group)))
 
 
 def _query_value(value: Any) -> str:
@@ -292,8 +374,7 @@ ZeroStage = Annotated[int, Field(ge=0, le=3, description="ZeRO stage")]
 Recompute = Literal["none", "selective", "full"]
 Optimizer = Literal["sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit"]
 Precision = Literal["fp32", "mixed"]          # mixed: 16-bit params and grads, fp32 master/states
-GpuModel = Literal["a100-40", "a100-80", "h100-80", "h800-80", "h200-141", "mi300x-192"]
-GPU_TEXTS = {key: gpu.name for key, gpu in GPUS.items()}  # "A100 40 GB": a GPU's option text
+GpuModel = Literal[tuple(GPUS)]  # a100-40, a100-80, h100-80, h200-141, mi300x-192
 Steps = Annotated[int, Field(ge=1, le=64, description="optimizer steps")]
 LearningRate = Annotated[float, Field(gt=0, le=10, description="learning rate")]
 WeightDecay = Annotated[float, Field(ge=0, le=1, description="weight-decay coefficient λ")]

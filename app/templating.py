@@ -18,7 +18,8 @@ from jinja2_fragments import render_block
 from markupsafe import Markup
 
 from app.draw.fmt import human_bytes, human_time_us
-from app.params import control
+from app.param_groups import PRESET_SIZES
+from app.params import control, group_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -48,6 +49,10 @@ def environment() -> Environment:
     env.globals["asset_version"] = asset_version()
     env.globals["deck_style"] = deck_style
     env.globals["control"] = control  # a params field's label, bounds and help (fields.html)
+    env.globals["group_fields"] = group_fields  # a parameter group's fields in a model
+    env.globals["preset_sizes"] = PRESET_SIZES  # a preset's sizes: the shape fields' placeholders
+    from app.export.trace import TIMELINES
+    env.globals["timelines"] = frozenset(TIMELINES)  # scenes with /export/<slug>.trace
     return env
 
 

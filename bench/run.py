@@ -15,6 +15,9 @@
 5. The five heaviest states of every scene (bench/heaviest.py: a bounded search over each params
    model's extremes), their page, /api and /svg, time and size.
 6. Exports of a 30-frame scene: GIF, PDF, PPTX, HTML (< 5 s) and MP4 (< 10 s), uncached.
+7. /train's real runs (4 ranks cold and warm, 8 ranks cold), the measured step against the cost
+   model, and the exactness proof over its table of layouts for 1, 5 and 20 steps
+   (bench/train.py).
 
 Results go to bench/results/latest.json and between the markers of docs/performance.md (the
 docs site's Performance page): ``bench:`` for the table above, ``jump-split:`` for where a jump's
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from app.main import SCENES
 from bench import browser, exports, heaviest, jump_split, planner
+from bench import train as train_bench
 from bench.http_load import latency_ms, once_ms, percentile, wrk_rps
 from bench.servers import ROOT, serve
 
@@ -116,6 +120,8 @@ def run(quick: bool) -> dict:
         results["browser"] = browser.measure(app_url, SCENES, moves=30 if quick else 60)
         results["verify"] = verify_cold_warm(app_url)
         results["exports"] = exports.measure(app_url)
+        results["train"] = train_bench.measure(app_url)
+    results["train"]["proof"] = train_bench.proof((1, 5) if quick else (1, 5, 20))
     results["planner"] = planner.measure()
     # the five heaviest states of each scene a bounded search finds (bench/heaviest.py)
     results["heaviest_states"] = heaviest.heaviest(SCENES)
@@ -183,6 +189,7 @@ def table(r: dict) -> str:
                     f"result | < {b['verify_warm_s']} s | {v['warm_seconds']:.1f} s "
                     f"({v['warm_status']}) {mark(v['warm_seconds'] < b['verify_warm_s'])} |")
     rows.extend(exports.rows(r.get("exports", {}), mark))
+    rows.extend(train_bench.rows(r.get("train", {}), mark))
     if "planner" in r:
         rows.extend(planner.rows(r["planner"]))
     m = r["machine"]

@@ -185,6 +185,8 @@ def start(args: argparse.Namespace, backend: str | None = None
 
 
 RUN: dict = {}
+"""What :func:`start` learnt about this run; :func:`finish` adds it to the report (its
+``argv`` less the runner's options, ``config``, ``backend``, ``world``, ``device``, ``torch``) unless the worker wrote its own."""
 RUNNER_OPTIONS = ("--out", "--backend", "--hold-seconds")
 
 
@@ -202,21 +204,13 @@ def own_argv(argv: list[str]) -> list[str]:
     return out
 
 
-"""What :func:`start` learnt about this run; :func:`finish` adds it to the report (its
-``argv`` less the runner's options, ``config``, ``backend``, ``world``, ``device``, ``torch``) unless the worker wrote its own."""
-
-
 def guard_parent() -> None:
     """Exit if the launcher dies. Since the guard runs at import (:func:`_guard`), this only
     starts it for a rank whose environment did not say it was launched."""
     global PARENT
     if PARENT is None:
         os.environ.setdefault(LAUNCHER, str(os.getppid()))
-        ARMED = threading.Event()
-"""Set by :func:`start`: the heartbeat begins there, not at import — loading torch's shared
-libraries can hold the GIL for seconds on a loaded machine, which is no stall (a rank stopped
-before start() is seen by the runner as a stopped process)."""
-PARENT = _guard()
+        PARENT = _guard()
 
 
 def digest(report: dict) -> str:

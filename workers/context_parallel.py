@@ -1,7 +1,7 @@
 """Run context-parallel attention for real and count what every rank sends.
 
     torchrun --standalone --nproc-per-node 4 workers/context_parallel.py --method ring \
-        --seq 16 --heads 4 --kv-heads 2 --head-dim 4 --causal true --balance zigzag --seed 0 \
+        --example-seq 16 --heads 4 --kv-heads 2 --head-dim 4 --causal true --balance zigzag --seed 0 \
         --out report.json
 
 Each rank takes the scene's seeded Q, K, V (app.sim.context_parallel.inputs.make_inputs, the
@@ -159,8 +159,8 @@ def run(cfg: dict, device) -> dict:
     rank, world = dist.get_rank(), dist.get_world_size()
     p = ContextParallelParams(cp=world, **cfg)           # the scene's own checks and messages
     q, k, v = (torch.tensor(a, dtype=torch.float64, device=device)
-               for a in make_inputs(p.seq, p.heads, p.kv_heads, p.head_dim, p.seed))
-    table = torch.tensor(tokens_table(p.seq, world, p.balance), device=device)  # (cp, n)
+               for a in make_inputs(p.example_tokens, p.heads, p.kv_heads, p.head_dim, p.seed))
+    table = torch.tensor(tokens_table(p.example_tokens, world, p.balance), device=device)  # (cp, n)
     mine = table[rank]
     group = p.heads // p.kv_heads
     tally = Tally()
@@ -223,7 +223,7 @@ def reference(cfg: dict, world: int, device) -> list:
     """torch's own attention on the whole sequence (rank 0)."""
     p = ContextParallelParams(cp=world, **cfg)
     q, k, v = (torch.tensor(a, dtype=torch.float64, device=device).transpose(0, 1)[None]
-               for a in make_inputs(p.seq, p.heads, p.kv_heads, p.head_dim, p.seed))
+               for a in make_inputs(p.example_tokens, p.heads, p.kv_heads, p.head_dim, p.seed))
     out = F.scaled_dot_product_attention(q, k, v, is_causal=p.causal, enable_gqa=True)
     return out[0].transpose(0, 1).cpu().tolist()                        # (seq, heads, d)
 

@@ -2,7 +2,7 @@
 
 DDP's reducer rebuilds its buckets, after the first iteration, in the order its autograd
 hooks fired (``torch/csrc/distributed/c10d/reducer.cpp``, ``rebuild_buckets``). This module
-builds a model laid out like an app.sim.models preset — the same modules, parameter names and
+builds a model laid out like an app.catalog.models preset — the same modules, parameter names and
 ``model.parameters()`` order, at small widths — runs one backward and records the order with
 ``Tensor.register_post_accumulate_grad_hook`` (which fires where DDP's hook does: after the
 gradient has been accumulated into ``.grad``). The GPT is nanoGPT's (Karpathy; fused QKV,
@@ -141,7 +141,7 @@ def ready_names(shape) -> tuple[str, ...]:
 
 def bucket_assignment(shape, element_bytes: int, limits: list[int]) -> list[list[int]]:
     """torch's buckets for ``shape``'s real-sized gradients in measured ready order (indices
-    into app.sim.models' ``parameters()``), with DDP's rebuild limits ``limits``."""
+    into app.catalog.models' ``parameters()``), with DDP's rebuild limits ``limits``."""
     params = shape.parameters()
     index = {name: i for i, (name, _) in enumerate(params)}
     order = [index[n] for n in ready_names(shape)]

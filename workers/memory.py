@@ -37,7 +37,7 @@ from torch import nn
 
 from app.sim.memory.params import MemoryParams
 from app.sim.mesh import Mesh
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "adafactor", "adam8bit")
 REPLICATED = ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "final_norm.weight",

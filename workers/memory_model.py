@@ -8,7 +8,7 @@ once in backward: Megatron-LM's ``--recompute-granularity full --recompute-metho
 
 ``Stage`` holds the embeddings when it is the first stage, ``layers`` transformer layers, and
 the final norm, output head and vocab-parallel cross-entropy when it is also the last. Parameter
-names and shapes are those of :meth:`app.sim.models.ModelShape.tensors`, so the measured model
+names and shapes are those of :meth:`app.catalog.models.ModelShape.tensors`, so the measured model
 states can be compared tensor by tensor with :mod:`app.sim.memory.rank_states`.
 """
 

@@ -91,7 +91,7 @@ def keep_mask(chosen, weights, num_experts: int, capacity: int | None, policy: s
 
 
 MODEL_FIELDS = ("tokens", "experts", "top_k", "capacity_factor", "drop_policy", "router",
-                "aux_loss_coeff", "z_loss_coeff", "skew", "hidden", "seed")
+                "aux_loss_coeff", "z_loss_coeff", "skew", "token_width", "seed")
 """The options that are the MoE scene's parameters (app/sim/moe/params.py)."""
 
 
@@ -107,7 +107,7 @@ def main() -> None:
     parser_ = parser()
     args = parser_.parse_args()
     rank, world, device, backend = start(args, "gloo" if args.backend == "auto" else None)
-    T, E, k, h = args.tokens, args.experts, args.top_k, args.hidden
+    T, E, k, h = args.tokens, args.experts, args.top_k, args.token_width
     per_rank, per_ep = T // world, E // world
     inp = make_inputs(T, E, h, args.seed)
     x_all = torch.tensor(inp.x)

@@ -149,7 +149,7 @@ def scenario_buckets(spec: str) -> list[list[int]]:
     from ddp_order import bucket_assignment
     from torch.nn.parallel.distributed import _DEFAULT_BUCKET_CAP_MB
 
-    from app.sim.models import PRESETS
+    from app.catalog.models import PRESETS
     preset, element_bytes, mib = spec.split(",")
     cap = int(float(mib or _DEFAULT_BUCKET_CAP_MB) * 1024 * 1024)
     limits = [cap] if mib else [dist._DEFAULT_FIRST_BUCKET_BYTES, cap]

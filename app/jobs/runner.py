@@ -75,6 +75,9 @@ class Check:
     """(params, trace, the worker's report) → verdict"""
     unsupported: Callable[[Any], tuple[str, str] | None] | None = None
     """params → (parameter, why these params cannot run for real), or None when they can"""
+    nodes: Callable[[Any], int] | None = None
+    """params → how many torchrun launchers to start (``--nnodes``), meeting on 127.0.0.1;
+    None or 1: one ``--standalone`` launch (or the warm pool)"""
 
 
 @dataclass
@@ -298,8 +301,11 @@ class JobRunner:
         argv = [*check.args(params), "--backend", self.backend, "--out", str(report_path),
                 *extra_args]
         env = {**self._env, "SHARDSCOPE_JOB": job.id, "SHARDSCOPE_HEARTBEAT": str(beats)}
+        nodes = check.nodes(params) if check.nodes is not None else 1
         try:
-            if self.ranks is not None:
+            if nodes > 1:
+                procs = self._launch_nodes(job, check.worker, argv, env, log_path, nodes)
+            elif self.ranks is not None:
                 procs = self._launch_pool(job, check.worker, argv, env, log_path)
             else:
                 procs = [self._launch_torchrun(job, check.worker, argv, env, log_path)]
@@ -312,7 +318,7 @@ class JobRunner:
                     kill_tree(proc.pid)
                 with self._lock:
                     self._live.pop(job.id, None)
-                if self.ranks is not None:
+                if self.ranks is not None and nodes == 1:
                     self.ranks.refill(job.world)
             if why:
                 return self._finish(job, "error", why)
@@ -343,6 +349,22 @@ class JobRunner:
         with open(log_path, "wb") as log:
             return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _launch_nodes(self, job: Job, worker: str, argv: list[str], env: dict,
+                      log_path: Path, nodes: int) -> list[subprocess.Popen]:
+        """``nodes`` torchrun launchers on this machine, as on a cluster: ``--nnodes``, node
+        ranks 0 … nodes − 1, world/nodes ranks each, a static rendezvous on 127.0.0.1."""
+        port, procs = str(free_port()), []
+        for node in range(nodes):
+            command = [sys.executable, str(ROOT / "app/jobs/launcher.py"), "--nnodes",
+                       str(nodes), "--node-rank", str(node), "--nproc-per-node",
+                       str(job.world // nodes), "--master-addr", "127.0.0.1", "--master-port",
+                       port, "--max-restarts", "0", str(ROOT / worker), *argv]
+            log = log_path.with_name(f"{log_path.stem}-node{node}{log_path.suffix}")
+            with open(log if node else log_path, "wb") as out:
+                procs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=out,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+        return procs
 
     def _launch_pool(self, job: Job, worker: str, argv: list[str], env: dict,
                      log_path: Path) -> list[subprocess.Popen]:

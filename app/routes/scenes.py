@@ -25,6 +25,7 @@ from app.params import ParamsError, Problem, parse
 from app.course import neighbours
 from app.routes.answers import remember
 from app.routes.openapi import problem_response, query_parameters
+from app.routes.renamed import moved
 from app.scene import Scene, cached_json, json_of, trace_of
 from app.templating import render
 
@@ -138,6 +139,8 @@ def scene_router(scene: Scene) -> APIRouter:
                 responses=errors, summary=f"{scene.title}: the page (block \"stage\" alone "
                                           f"with HX-Request)")
     def page(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
         fragment = is_fragment(request)
         ahead = fragment and AHEAD in request.headers
         headers = {"Vary": VARY}
@@ -158,6 +161,8 @@ def scene_router(scene: Scene) -> APIRouter:
     @router.get(f"/embed/{scene.slug}", response_class=HTMLResponse, openapi_extra=with_frame,
                 responses=errors, summary=f"{scene.title}: the deck and player, frameable")
     def embed(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
         body, status = html(request, embed=True, block=None)
         return HTMLResponse(body, status_code=status)
 
@@ -179,6 +184,8 @@ def scene_router(scene: Scene) -> APIRouter:
     @router.get(f"/svg/{scene.slug}", openapi_extra=with_frame, responses=errors,
                 summary=f"{scene.title}: one step as a standalone SVG file")
     def svg(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
         try:
             params = parse(scene.params, request.query_params)
             trace = trace_of(scene, params)
@@ -193,6 +200,8 @@ def scene_router(scene: Scene) -> APIRouter:
     @router.get(f"/{scene.slug}/handout", response_class=HTMLResponse, openapi_extra=without_frame,
                 responses=errors, summary=f"{scene.title}: every step with its caption, to print")
     def handout(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
         try:
             params = parse(scene.params, request.query_params)
             trace = trace_of(scene, params)

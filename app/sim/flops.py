@@ -21,7 +21,7 @@ Summed over a batch of B sequences and L layers, forward + backward:
 
 from __future__ import annotations
 
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 
 
 def attention_core_flops(model: ModelShape, seq: int, micro_batch: int) -> float:

@@ -10,6 +10,7 @@
 //   data-show-for="op op …"           this block only shows for those ops
 //   data-show-when="field"            … or for those values of another control (default "op");
 //                                     a hidden block's inputs are disabled (not sent)
+//   data-show-above="field n"         this block only shows while that number is above n
 //   data-log2-for="name"              this slider moves log₂ of the hidden input "name"
 //   data-values="1 2 4 …" data-target="name"   a range input that picks from a list: its
 //                                     position indexes the list, the value goes to the hidden
@@ -73,10 +74,17 @@
     if ((!checked || checked.disabled) && fallback) fallback.checked = true;
     form.querySelectorAll("[data-show-for]").forEach(function (block) {
       var current = block.dataset.showWhen ? value(form, block.dataset.showWhen) : op;
-      var show = block.dataset.showFor.split(" ").indexOf(current) >= 0;
-      block.hidden = !show;
-      block.querySelectorAll("input, select").forEach(function (el) { el.disabled = !show; });
+      showBlock(block, block.dataset.showFor.split(" ").indexOf(current) >= 0);
     });
+    form.querySelectorAll("[data-show-above]").forEach(function (block) {
+      var spec = block.dataset.showAbove.split(" ");
+      showBlock(block, parseFloat(value(form, spec[0])) > parseFloat(spec[1]));
+    });
+  }
+
+  function showBlock(block, show) {
+    block.hidden = !show;
+    block.querySelectorAll("input, select").forEach(function (el) { el.disabled = !show; });
   }
 
   function applyFill(select) {

@@ -46,7 +46,7 @@
     }
     var last = preset;
     Object.keys(fields).forEach(function (key) {
-      if (moePreset && box.hasAttribute("data-moe-presets-only")) return;
+      if (moePreset) return;
       var el = form.elements[fields[key]];
       if (setField(el, valueOf(answer, key))) {
         done.push(fields[key] + " " + valueOf(answer, key));
@@ -57,7 +57,7 @@
     var read = (answer.read || []).length, ignored = (answer.ignored || []).length;
     var text = answer.model_type + ": read " + read + " key" + (read === 1 ? "" : "s") +
       ", ignored " + ignored + ". Filled " + (done.length ? done.join(", ") : "nothing") + ".";
-    if (moePreset && box.hasAttribute("data-moe-presets-only")) {
+    if (moePreset) {
       text += " MoE models are priced from their preset here: its own sizes stand.";
     }
     say(box, text, false);

@@ -97,7 +97,9 @@ def test_svg_of_every_frame(client, query, frames):
     ("kv_heads=3&heads=4", "kv_heads", "kv_heads (3) must divide heads (4)"),
     ("method=hybrid&cp=4&ulysses=3&heads=6&kv_heads=6&seq=12", "ulysses",
      "ulysses (3) must divide cp (4)"),
-    ("seq=512", "seq", "seq (512) is more than this worked example computes"),
+    ("seq=8192&cp=3", "example_seq", "example_seq (16) must be divisible by cp (3)"),
+    ("seq=8192&example_seq=300", "example_seq", "from 1 to 256"),
+    ("context=8192&example_seq=16", "context", "write seq for context"),
     ("cp=65", "cp", "cp"), ("method=tree", "method", "method"),
     ("head_dim=17", "head_dim", "head_dim ≤ 16"),
 ])
@@ -119,6 +121,6 @@ def test_the_largest_states_stay_under_5_mb(client):
 def test_real_run_wiring(client):
     text = client.get(f"/context-parallel?{DEFAULT}").text
     assert ("torchrun --standalone --nproc-per-node 4 workers/context_parallel.py --method ring "
-            "--ulysses 2 --seq 16 --heads 4 --kv-heads 2 --head-dim 4 --causal true --balance "
+            "--ulysses 2 --example-seq 16 --heads 4 --kv-heads 2 --head-dim 4 --causal true --balance "
             "none --seed 0 --out report.json") in text
     assert 'hx-post="/verify/context-parallel?' in text or "Run on real" in text

@@ -2,19 +2,27 @@
 number fields carry the bounds, step and label of the field's app.params.Control, every bound lies
 inside the field's validation range, every default inside its slider; chips, selects, checkboxes
 and text fields carry the Control's legend, help and options; every field a page shows has a
-Control; and no scene template types a bound, a label, a help text or an option list."""
+Control; and no scene template types a bound, a label, a help text or an option list. The shared
+parameter groups (app/param_groups.py) are defined once: every field named like a group's is the
+group's field, and a page lays a group out whole (group() in fields.html), never field by
+field."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from pydantic import create_model
 
 from app.main import SCENES
-from app.params import _bounds, check_field, control, control_spec, describe, option_value
+from app.param_groups import GROUPS, PRESET_SIZES, SHAPE_FIELDS
+from app.params import (SceneParams, _bounds, _unwrap, check_field, control, control_spec,
+                        describe, group_fields, option_value)
 from app.sim.memory.params import MemoryParams
 from app.sim.pipeline.params import PipelineParams
 
@@ -44,8 +52,8 @@ class Controls(HTMLParser):
         if tag == "label" and a.get("for", "").startswith("f-"):
             self._label = a["for"][2:]
             self.labels[self._label] = ""
-        elif tag == "output" and self._label is not None:
-            self._label = None   # the label's text ends where the value starts
+        elif tag in ("output", "span") and self._label is not None:
+            self._label = None   # the label's text ends where the value or the unit starts
         elif tag == "input" and a.get("type") in ("range", "number") and \
                 (a.get("id") or "").startswith("f-"):          # the form's, not the player's
             name = a.get("data-log2-for") or a.get("data-target") or a["name"]
@@ -217,7 +225,7 @@ def test_help_is_the_description_where_the_type_has_none():
     kv = MemoryParams.model_fields["kv_heads"]   # Optional: its type's description is inside
     assert kv.description == control(MemoryParams, "kv_heads")["help"]
     schema = MemoryParams.model_json_schema()["properties"]["kv_heads"]
-    assert schema["description"] == "Fewer than a: grouped-query attention."
+    assert schema["description"] == "Fewer than a: grouped-query attention; they must divide a."
     stages = PipelineParams.model_fields["stages"]      # Pp's own description stays
     assert stages.description == "pipeline-parallel size (stages)"
     assert describe(PipelineParams, "stages") == "an integer from 1 to 64"
@@ -259,7 +267,7 @@ class Fields(HTMLParser):
             self._depth += 1
         if tag in ("legend", "label") and not self._field["label"]:
             self._text = "label"
-        elif tag == "output":
+        elif tag == "output" or (tag == "span" and "unit" in a.get("class", "")):
             self._text = None
         elif tag == "small" and "help" in a.get("class", ""):
             self._text = "help"
@@ -382,3 +390,181 @@ def test_a_bool_choice_checks_what_the_url_says(client):
     assert re.search(r'name="sequence_parallel" value="true" checked', r.text)
     r = client.get("/memory")
     assert not re.search(r'name="sequence_parallel" value="true" checked', r.text)
+
+
+# --- parameter groups (app/param_groups.py) ---------------------------------------------------
+
+GROUP_NAMES = {name: group for group, fields in GROUPS.items() for name in fields}
+# Fields that share a group field's name but not its meaning, each with why (DESIGN principle
+# 11 is kept everywhere else: a name of a group means the group's field).
+NOT_THE_GROUPS = {
+    ("tensor-parallel", "hidden"): "the worked example's width (DESIGN.md's /api/tensor-parallel)",
+    ("tensor-parallel", "ffn"): "the worked example's MLP (DESIGN.md's /api/tensor-parallel)",
+    ("tensor-parallel", "heads"): "the worked example's heads (DESIGN.md's /api/tensor-parallel)",
+    ("tensor-parallel", "vocab"): "the worked example's vocabulary (/api/tensor-parallel)",
+    ("context-parallel", "heads"): "the worked example's heads (/api/context-parallel)",
+    ("context-parallel", "kv_heads"): "the worked example's heads (/api/context-parallel)",
+    ("planner", "preset"): "dense and MoE presets (app.sim.moe.presets)",
+    ("planner", "micro_batch"): "a pin of the search: empty searches it",
+    **{("train", name): "the tiny model trained for real: sliders over what a CPU trains in "
+                        "seconds (app.sim.train.params.TINY)"
+       for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")},
+    ("train", "alpha_us"): "a calibrated constant of the machine that runs it (gloo on CPU: "
+                           "60 µs), beside one link_gbs: not the two-link cluster of the group",
+}
+
+
+def reference_field(group: str, name: str, optional: bool):
+    """The group's own definition of ``name`` (``| None`` where the scene lets it be empty), as
+    a model field."""
+    kind = GROUPS[group][name]
+    return create_model("Reference", __base__=SceneParams,
+                        value=(kind | None if optional else kind, ...)).model_fields["value"]
+
+
+@pytest.mark.parametrize("scene", SCENES, ids=lambda s: s.slug)
+def test_a_groups_name_is_the_groups_field(scene):
+    """Every field named like a group's field is that field — the same type, range, label and
+    help, only its default the scene's own — or a listed exception."""
+    model = scene.params
+    for name, field in model.model_fields.items():
+        spec = control_spec(model, name)
+        group = spec.group if spec is not None else ""
+        if name not in GROUP_NAMES:
+            assert not group, f"{scene.slug}.{name} claims group {group!r}"
+            continue
+        if (scene.slug, name) in NOT_THE_GROUPS:
+            assert group == "", f"{scene.slug}.{name} is listed as not the group's field"
+            continue
+        assert group == GROUP_NAMES[name], \
+            f"{scene.slug}.{name}: not the {GROUP_NAMES[name]} group's field"
+        ref = reference_field(group, name, optional=field.default is None)
+        assert _unwrap(field) == _unwrap(ref), \
+            f"{scene.slug}.{name}: a second range or Control beside the group's"
+        assert field.description == ref.description, scene.slug + "." + name
+
+
+def test_the_exceptions_are_still_exceptions():
+    for (slug, name), why in NOT_THE_GROUPS.items():
+        scene = next(s for s in SCENES if s.slug == slug)
+        assert name in scene.params.model_fields, (slug, name, why)
+
+
+def test_every_scene_with_a_network_takes_the_whole_group_or_says_why():
+    partial = {"parallelism": {"alpha_us"}, "planner": {"alpha_us"}}  # per-link latencies / none
+    for scene in SCENES:
+        have = set(group_fields(scene.params, "network"))
+        if have:
+            assert set(GROUPS["network"]) - have == partial.get(scene.slug, set()), scene.slug
+
+
+# A group's field written out in a template: a field() call naming it, or a loop over names.
+FIELD_CALL = re.compile(r"""\bfield\(\s*model\s*,\s*["'](\w+)["']""")
+NAME_LOOP = re.compile(r"""\{%-?\s*for\s+\w+\s+in\s+[\[(]([^\])]*)[\])]""")
+
+
+def listed_group_fields(source: str, model) -> list[str]:
+    """The fields of ``model``'s groups that a template's source lists one by one."""
+    named = FIELD_CALL.findall(source)
+    for names in NAME_LOOP.findall(source):
+        named += re.findall(r"""["'](\w+)["']""", names)
+    return [n for n in named if n in model.model_fields
+            and (spec := control_spec(model, n)) is not None and spec.group]
+
+
+def test_the_pattern_finds_a_listed_group_field():
+    from app.sim.memory.params import MemoryParams as M
+    assert listed_group_fields('{{ field(model, "micro_batch", v.micro_batch) }}', M) == \
+        ["micro_batch"]
+    assert listed_group_fields('{% for n in ("layers", "hidden") %}{{ field(model, n, v[n]) }}'
+                               '{% endfor %}', M) == ["layers", "hidden"]
+    assert listed_group_fields('{{ field(model, "dp", v.dp) }}', M) == []
+    assert listed_group_fields('{{ group(model, "model", v) }}', M) == []
+    from app.sim.tensor_parallel.params import TensorParallelParams as T
+    assert listed_group_fields('{{ field(model, "hidden", v.hidden) }}', T) == []   # its own
+
+
+@pytest.mark.parametrize("scene", SCENES, ids=lambda s: s.slug)
+def test_no_template_lists_a_groups_fields(scene):
+    source = (TEMPLATES / Path(scene.template).name).read_text()
+    assert listed_group_fields(source, scene.params) == [], \
+        f"{scene.template} lists a group's fields one by one: use group(model, …)"
+
+
+class Groups(HTMLParser):
+    """The data-field names inside each data-group element of the controls form, in order, and
+    the placeholders of its number fields."""
+
+    def __init__(self):
+        super().__init__()
+        self.groups: dict[str, list[str]] = {}
+        self.placeholders: dict[str, str] = {}
+        self.folded: list[str] = []
+        self._stack: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        group = a.get("data-group")
+        if tag not in ("input", "option", "br", "img"):
+            self._stack.append((tag, group))
+        if group is not None:
+            assert group not in self.groups, f"group {group} twice"
+            self.groups[group] = []
+        current = next((g for _, g in reversed(self._stack) if g), None)
+        if current and "data-field" in a:
+            self.groups[current].append(a["data-field"])
+            if any(t == "details" for t, _ in self._stack):
+                self.folded.append(a["data-field"])
+        if tag == "input" and "placeholder" in a:
+            self.placeholders[a["name"]] = a["placeholder"]
+
+    def handle_endtag(self, tag):
+        if tag in ("input", "option", "br", "img"):
+            return
+        while self._stack:
+            if self._stack.pop()[0] == tag:
+                break
+
+
+@pytest.mark.parametrize("scene", SCENES, ids=lambda s: s.slug)
+def test_a_page_lays_out_its_groups(client, scene):
+    """Each group the model has is on the page once, with exactly its fields, in the group's
+    order; a model shape's optional sizes are folded and show the preset's as placeholders."""
+    page = client.get(f"/{scene.slug}").text
+    parser = Groups()
+    parser.feed(page)
+    model = scene.params
+    for group in GROUPS:
+        fields = group_fields(model, group)
+        if not fields:
+            assert group not in parser.groups, f"/{scene.slug} shows an empty {group} group"
+            continue
+        shown = parser.groups.get(group)
+        assert shown is not None, f"/{scene.slug} lays out no {group} group"
+        if group == "model":       # the preset, the folded sizes, then the rest
+            optional = [n for n in fields if n != "preset" and model.model_fields[n].default is None]
+            required = [n for n in fields if n != "preset" and n not in optional]
+            fields = ["preset"] * ("preset" in fields) + optional + required
+            assert set(optional) <= set(parser.folded), scene.slug
+            preset = model.model_fields["preset"].default if "preset" in model.model_fields \
+                else None
+            for n in optional:
+                if preset in PRESET_SIZES:
+                    assert parser.placeholders[n] == str(PRESET_SIZES[preset][n]), (scene.slug, n)
+        assert [n for n in shown if n in model.model_fields and
+                control_spec(model, n).group == group] == fields, f"/{scene.slug} {group}"
+
+
+def test_choosing_a_preset_shows_its_sizes(client):
+    """The preset's options carry every preset's sizes (data-fill), for the optional fields the
+    page has — never a field the scene always asks for."""
+    for slug, fields in [("memory", SHAPE_FIELDS), ("checkpointing", SHAPE_FIELDS),
+                         ("tensor-parallel", ())]:
+        page = client.get(f"/{slug}").text
+        fills = dict(re.findall(r"""<option value="([\w.-]+)"[^>]*data-fill='([^']*)'""", page))
+        if not fields:
+            assert not fills, slug
+            continue
+        assert set(fills) == set(PRESET_SIZES), slug
+        for preset, text in fills.items():
+            assert json.loads(unescape(text)) == {f: PRESET_SIZES[preset][f] for f in fields}

@@ -168,7 +168,7 @@ def test_the_budget_is_fixed_and_covers_every_operation():
     paths = {(m, p) for m, p, _ in cases()}
     assert paths == {(m, p) for m, p, _, _ in operations()}
     assert len({p for _, p in paths if p.startswith("/api/verify/")}) >= 5
-    assert len(cases()) < 4000
+    assert len(cases()) < 4500   # /train (issue 26) brought it from ~3,900 to ~4,400
 
 
 def test_no_server_error_anywhere(fuzz_client):

@@ -99,6 +99,10 @@ ADVERSARIAL: dict[str, list[str]] = {
                  "schedule=dualpipev&stages=64&microbatches=512&t_f=0.1&t_comm=0.3",
                  "schedule=interleaved_1f1b&stages=64&microbatches=128&chunks=8&t_f=0.1&t_comm=0.3"],
     # the scenes that came after the search was last run
+    "train": ["tp=2&cp=2&pp=2&dp=2&ep=2&zero=1&sequence_parallel=true&recompute=full",
+              "tp=1&cp=1&pp=16&dp=1&ep=1&layers=16&microbatches=8&experts=16&top_k=4",
+              "tp=1&cp=1&pp=1&dp=16&ep=16&experts=16&microbatches=8&top_k=4",
+              "tp=2&cp=8&pp=1&dp=1&ep=2&seq=256&microbatches=2&layers=4"],
     "planner": ["preset=llama3-405b&gpus=16384&global_batch=2048&seq=8192",
                 "preset=deepseek-v3&gpus=16384&global_batch=16384",
                 "preset=gpt2&gpus=16384&global_batch=16384&seq=1024"],

@@ -11,9 +11,8 @@ from html import unescape
 import pytest
 
 from app.sim.memory.params import MemoryParams
-from app.sim.memory.params import resolve
 from app.sim.memory.simulate import simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS, resolve
 
 QUERIES = [
     "",
@@ -168,7 +167,7 @@ def test_blank_shape_fields_take_the_preset(client):
     ("gpt2", 1024, 4096, 16), ("llama3-8b", 2048, 7168, 8), ("llama3-70b", 4096, 14336, 8)])
 def test_overrides_follow_the_preset(preset, hidden, ffn, kv):
     heads = 16 if preset == "gpt2" else 32
-    m = resolve(preset, (None, hidden, heads, None, None, None, None))
+    m = resolve(preset, hidden=hidden, heads=heads)
     assert (m.hidden, m.ffn, m.kv_heads, m.family) == (hidden, ffn, kv, PRESETS[preset].family)
 
 

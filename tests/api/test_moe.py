@@ -82,8 +82,8 @@ def test_svg_of_every_frame(client, frame):
 
 @pytest.mark.parametrize("query", ["capacity_factor=0", "ep=1", "ep=8&tokens=64&experts=64&top_k=8",
                                    "router=topk_softmax&drop_policy=position&top_k=1",
-                                   "tokens=4096&experts=16&hidden=2&ep=16",
-                                   "tokens=128&experts=256&top_k=8&ep=64&hidden=2"])
+                                   "tokens=4096&experts=16&token_width=2&ep=16",
+                                   "tokens=128&experts=256&top_k=8&ep=64&token_width=2"])
 def test_other_states_render(client, query):
     check_svg(client, "moe", query, 3)
     check_svg(client, "moe", query, 7)
@@ -110,10 +110,10 @@ BAD = [
     ("drop_policy=random", "drop_policy", "probs"),
     ("router=sigmoid", "router", "softmax_topk"),
     ("skew=9", "skew", "8"),
-    ("hidden=65", "hidden", "64"),
-    ("tokens=4096&experts=32&hidden=8", "tokens", "131,072"),
-    ("tokens=16&experts=256&hidden=64&ep=1", "hidden", "expert weights"),
-    ("tokens=64&experts=64&hidden=64&ep=1", "hidden", "dense reference"),
+    ("token_width=65", "token_width", "64"),
+    ("tokens=4096&experts=32&token_width=8", "tokens", "131,072"),
+    ("tokens=16&experts=256&token_width=64&ep=1", "token_width", "expert weights"),
+    ("tokens=64&experts=64&token_width=64&ep=1", "token_width", "dense reference"),
 ]
 
 
@@ -140,11 +140,11 @@ def test_home_lists_the_chapter(client):
     assert 'href="/moe"' in text and "Mixture of experts" in text
 
 
-HEAVY = ["tokens=4096&experts=16&hidden=2&top_k=2&ep=16&router_steps=32",
-         "tokens=4096&experts=8&hidden=2&top_k=8&ep=8&capacity_factor=0&router_steps=32",
-         "tokens=128&experts=256&top_k=16&ep=64&hidden=2&router_steps=32",
-         "tokens=512&experts=128&top_k=16&ep=64&hidden=4&router_steps=32",
-         "tokens=1024&experts=64&top_k=8&ep=64&hidden=8&router_steps=32"]
+HEAVY = ["tokens=4096&experts=16&token_width=2&top_k=2&ep=16&router_steps=32",
+         "tokens=4096&experts=8&token_width=2&top_k=8&ep=8&capacity_factor=0&router_steps=32",
+         "tokens=128&experts=256&top_k=16&ep=64&token_width=2&router_steps=32",
+         "tokens=512&experts=128&top_k=16&ep=64&token_width=4&router_steps=32",
+         "tokens=1024&experts=64&top_k=8&ep=64&token_width=8&router_steps=32"]
 
 
 @pytest.mark.parametrize("query", HEAVY)

@@ -59,18 +59,24 @@ PARAM_SETS: dict[str, list[dict]] = {
                     {"tp": "1", "dp": "4", "pp": "2", "ep": "1", "order": "tp-cp-pp-ep-dp"}],
     "moe": [{}, {"tokens": "24", "experts": "6", "top_k": "3", "ep": "3",
                  "capacity_factor": "0", "drop_policy": "position", "router": "topk_softmax"},
-            {"skew": "2.5", "hidden": "4", "seed": "5", "aux_loss_coeff": "0.1",
+            {"skew": "2.5", "token_width": "4", "seed": "5", "aux_loss_coeff": "0.1",
              "z_loss_coeff": "0"}],
+    "train": [{}, {"tp": "2", "cp": "2", "pp": "2", "dp": "1", "ep": "2", "zero": "1",
+                   "sequence_parallel": "true", "recompute": "full", "schedule": "gpipe",
+                   "dtype": "float32", "clip": "0.5"},
+              {"tp": "1", "pp": "1", "dp": "4", "ep": "4", "microbatches": "2", "nodes": "2",
+               "lr": "0.00123456789", "experts": "8", "order": "tp-dp-cp-ep-pp"}],
     "context-parallel": [{}, {"method": "ulysses", "cp": "2", "heads": "6", "kv_heads": "2",
                               "causal": "false", "seq": "10", "seed": "5"},
                          {"method": "hybrid", "cp": "8", "ulysses": "2", "balance": "zigzag",
                           "seq": "32", "heads": "8", "kv_heads": "4", "head_dim": "3"},
                          {"method": "all_gather", "cp": "3", "seq": "12", "heads": "3",
-                          "kv_heads": "1"}],
+                          "kv_heads": "1"},
+                         {"cp": "3", "seq": "8192", "example_seq": "24"}],
 }
 """Query parameters; the first set of each scene is its default."""
 
-GPUS_PER_NODE = {"collective"}
+GPUS_PER_NODE = {"collective", "train"}
 """Scenes whose torchrun line spans nodes when the ranks do not fit on one."""
 
 CASES = [(scene, query) for scene in SCENES if scene.verify is not None
@@ -86,6 +92,8 @@ def run_values(slug: str, p):
             "optimizer", "precision")}})
     if slug == "checkpointing":
         return scaled_params(p)
+    if slug == "context-parallel":   # the worked example: seq up to 256 tokens, else example_seq
+        return SimpleNamespace(**{**p.model_dump(), **p.stage()})
     return p
 
 
@@ -94,7 +102,8 @@ def worker_module(path: str):
     workers = str(ROOT / "workers")
     if workers not in sys.path:
         sys.path.insert(0, workers)
-    return importlib.import_module(path.removeprefix("workers/").removesuffix(".py"))
+    return importlib.import_module(path.removeprefix("workers/").removesuffix(".py")
+                                   .replace("/", "."))
 
 
 def test_every_real_run_has_parameter_sets():

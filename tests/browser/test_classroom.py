@@ -259,6 +259,7 @@ UNITS = {
     "moe": r"MoE layer stage \d+ of 7: .+",
     "pipeline": r"before the first pass|t = [\d.]+ of [\d.]+: (warm-up|steady state|cool-down|done)",
     "planner": r"every mix|the Pareto front|the best mix's budget",
+    "train": r"before the step|t = [\d.]+ (µs|ms|s) of [\d.]+ (µs|ms|s)(: optimizer|: done)?",
     "collective": r"before the collective|[a-z -]+, round \d+ of \d+",
     "context-parallel": r"who holds what|ring step \d+ of \d+|all-to-all(, sequence → heads| back, "
                         r"heads → sequence)|all-gather of K/V, \d+ of \d+|attend locally|the result",

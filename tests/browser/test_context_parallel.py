@@ -29,7 +29,7 @@ def test_the_cp_slider_repaints_the_stage_and_the_url(page):
     before = caption.inner_text()
     drag(page, 'input[data-target="cp"]', "1")      # the stops: 2, 3, 4 …: position 1 is cp 3
     page.locator(".problems").wait_for()            # 16 tokens do not split over 3 ranks
-    assert "seq (16) must be divisible by cp (3)" in page.locator(".problems").inner_text()
+    assert "example_seq (16) must be divisible by cp (3)" in page.locator(".problems").inner_text()
     drag(page, 'input[data-target="cp"]', "5")      # cp 8
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("cp 8"))
     expect(page).to_have_url(re.compile("cp=8"))
@@ -74,3 +74,22 @@ def test_the_player_fits_a_projector_screen(page, size):
         'svg.deck text')].map(t => parseFloat(t.getAttribute('font-size') ||
         getComputedStyle(t).fontSize)))""")
     assert smallest * 960 / 1040 >= 12
+
+
+def test_the_examples_length_shows_while_the_sequence_is_long(page):
+    """seq is the model's sequence; up to 256 tokens the worked example runs all of them and
+    its own length hides (and is not sent), above it shows."""
+    page.goto(page.base + "/context-parallel")
+    example = page.locator('[data-show-above="seq 256"]')
+    expect(example).to_be_visible()
+    seq = page.locator("#f-seq")
+    seq.fill("32")
+    seq.dispatch_event("input")
+    expect(example).to_be_hidden()
+    expect(page).to_have_url(re.compile(r"seq=32"))
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("32 tokens"))
+    assert "example_seq" not in page.url
+    seq.fill("8192")
+    seq.dispatch_event("input")
+    expect(example).to_be_visible()
+    expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("16 tokens"))

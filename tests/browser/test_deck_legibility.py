@@ -29,6 +29,7 @@ LARGE: dict[str, list[str]] = {
     "moe": ["?experts=32&ep=8", "?experts=64&ep=16&tokens=64"],
     "context-parallel": ["?cp=8", "?cp=16&seq=64", "?method=ulysses&cp=4&kv_heads=4"],
     "planner": ["?gpus=4096&preset=llama3-405b&global_batch=2048"],
+    "train": ["?tp=2&cp=2&pp=2&dp=2&ep=2", "?tp=1&pp=4&dp=4&ep=4&microbatches=8"],
 }
 """Large states per scene (a scene not listed here fails the completeness test below)."""
 

@@ -9,7 +9,7 @@ import pytest
 from app.scenes.memory.check import scaled_config
 from app.sim.memory.ledger import MemoryConfig
 from app.sim.memory.rank_states import local_shapes
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 
 
 @pytest.mark.parametrize("preset, tp, dp, pp, sp", [

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from app.params import ParamsError, parse
 from app.sim.checkpointing.params import CheckpointParams
 from app.sim.memory import activations
-from app.sim.checkpointing.simulate import (FRAMES_TARGET, best_k, full_peak, layer_bytes, model_of,
+from app.sim.checkpointing.simulate import (FRAMES_TARGET, best_k, full_peak, layer_bytes,
                                    simulate, timeline)
 from app.sim.flops import iteration_flops
-from app.sim.models import PRESETS, resolve
+from app.catalog.models import PRESETS, resolve
 
 MIB = 2**20
 
@@ -34,7 +34,7 @@ TABLE_2 = [(1, False, "none", 2736), (8, False, "none", 552), (8, True, "none", 
 def test_per_layer_bytes_reproduce_table_2(tp, sp, recompute, mib):
     p = params(preset="gpt3-175b", micro_batch=1, tp=tp,
                sequence_parallel=str(sp).lower())
-    per = layer_bytes(model_of(p), 2048, p)
+    per = layer_bytes(p.shape(), 2048, p)
     got = {"none": per.full, "selective": per.selective, "full": per.checkpoint}[recompute]
     assert got / MIB == pytest.approx(mib, abs=0.5)
     shape = activations.LayerShape(2048, 1, 12288, 96)
@@ -74,7 +74,7 @@ def test_peaks_follow_the_closed_forms(preset, layers, k):
     if layers:
         query["layers"] = layers
     p = params(**query)
-    m = model_of(p)
+    m = p.shape()
     k = min(k, m.layers)
     per = layer_bytes(m, m.seq, p)
     L = m.layers
@@ -105,7 +105,7 @@ def test_peaks_follow_the_closed_forms(preset, layers, k):
     ({"preset": "gpt3-175b", "micro_batch": 1, "tp": 8, "sequence_parallel": "true"}, 1)])
 def test_best_k_balances_checkpoints_against_a_segment(query, expected):
     p = params(**query)
-    m = model_of(p)
+    m = p.shape()
     per = layer_bytes(m, m.seq, p)
     peaks = [full_peak(m.layers, k, per) for k in range(1, m.layers + 1)]
     assert best_k(m.layers, per) == peaks.index(min(peaks)) + 1 == expected

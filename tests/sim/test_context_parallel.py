@@ -24,8 +24,8 @@ from app.sim.context_parallel.methods import heads_to_seq, seq_to_heads
 from app.sim.context_parallel.params import MAX_SEQ, ContextParallelParams
 from app.sim.context_parallel.simulate import simulate
 from app.sim.context_parallel.volumes import elements_sent
-from app.sim.memory.fit import GPUS
-from app.sim.models import PRESETS
+from app.catalog.gpus import GPUS
+from app.catalog.models import PRESETS
 
 TOL = 1e-9
 METHODS = ("ring", "all_gather", "ulysses", "hybrid")
@@ -350,7 +350,8 @@ def test_pairs_closed_form_against_brute_force():
     ({"method": "ulysses", "cp": "3", "seq": "12"}, "cp",
      "cp (3) must divide heads (4) for ulysses"),
     ({"method": "ulysses", "cp": "4", "kv_heads": "2"}, "cp", "cp (4) must divide kv_heads (2)"),
-    ({"cp": "3"}, "seq", "seq (16) must be divisible by cp (3)"),
+    ({"cp": "3"}, "example_seq", "example_seq (16) must be divisible by cp (3)"),
+    ({"cp": "3", "seq": "16"}, "seq", "seq (16) must be divisible by cp (3)"),
     ({"cp": "4", "balance": "zigzag", "seq": "12"}, "seq", "divisible by 2·cp (8)"),
     ({"kv_heads": "3"}, "kv_heads", "kv_heads (3) must divide heads (4)"),
     ({"kv_heads": "8"}, "kv_heads", "kv_heads (8) must not exceed heads (4)"),
@@ -358,11 +359,12 @@ def test_pairs_closed_form_against_brute_force():
      "ulysses (3) must divide cp (4)"),
     ({"method": "hybrid", "cp": "8", "ulysses": "4", "seq": "32", "kv_heads": "2"}, "ulysses",
      "ulysses (4) must divide kv_heads (2)"),
-    ({"seq": "512"}, "seq", f"seq ≤ {MAX_SEQ}"),
+    ({"seq": "8192", "example_seq": str(MAX_SEQ + 1)}, "example_seq", f"1 to {MAX_SEQ}"),
     ({"heads": "32", "kv_heads": "32"}, "heads", "heads ≤ 16"),
     ({"head_dim": "17"}, "head_dim", "head_dim ≤ 16"),
     ({"cp": "65"}, "cp", "from 2 to 64"),
-    ({"context": "0"}, "context", "from 1 to 1048576"),
+    ({"seq": "0"}, "seq", "from 1 to 1048576"),
+    ({"context": "0"}, "seq", "from 1 to 1048576"),            # the old name, read as the new
     ({"method": "tree"}, "method", "ring, all_gather, ulysses, hybrid"),
 ])
 def test_bad_input_names_the_parameter_and_the_numbers(query, param, text):

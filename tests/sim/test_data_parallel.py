@@ -18,7 +18,7 @@ from app.sim import timeline
 from app.sim.collectives.cost import Links, ring_time_us, step_costs, time_us
 from app.sim.collectives.schedules import build
 from app.sim.data_parallel.simulate import simulate, tiny_buckets
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.tiny_mlp import TinyMLP
 from app.sim.timeline import Task
 

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from app.sim.memory.activations import LayerShape, korthikanti_table2, per_layer_bytes
 from app.sim.memory.ledger import MemoryConfig, adafactor_elements, ledger
-from app.sim.memory.fit import GPUS, deepspeed_comparison, max_micro_batch, plan, suggestions
+from app.catalog.gpus import GPUS
+from app.sim.memory.fit import deepspeed_comparison, max_micro_batch, plan, suggestions
 from app.sim.memory.simulate import simulate_config
-from app.sim.models import PRESETS, ModelShape
+from app.catalog.models import PRESETS, ModelShape
 
 GPT3 = PRESETS["gpt3-175b"]
 MiB = 2**20

@@ -25,16 +25,16 @@ CASES = [
     dict(tokens=15, experts=9, top_k=2, ep=3, capacity_factor=0.0),
     dict(tokens=21, experts=7, top_k=7, ep=7, capacity_factor=0.5, seed=3, skew=3.0),
     dict(tokens=33, experts=5, top_k=2, ep=1, capacity_factor=1.5, router="topk_softmax",
-         drop_policy="probs", skew=0.0, hidden=3, seed=11),
+         drop_policy="probs", skew=0.0, token_width=3, seed=11),
     dict(tokens=24, experts=8, top_k=1, ep=2, router="topk_softmax", capacity_factor=1.0),
-    dict(tokens=64, experts=16, top_k=4, ep=8, capacity_factor=0.75, skew=5.0, hidden=5, seed=7),
+    dict(tokens=64, experts=16, top_k=4, ep=8, capacity_factor=0.75, skew=5.0, token_width=5, seed=7),
 ]
 IDS = [",".join(f"{k}={v}" for k, v in c.items()) or "defaults" for c in CASES]
 
 
 def reference_routing(p: MoeParams):
     """Loops: each token's experts by (−logit, index), weights from math.exp."""
-    logits = router_logits(make_inputs(p.tokens, p.experts, p.hidden, p.seed), p.skew)
+    logits = router_logits(make_inputs(p.tokens, p.experts, p.token_width, p.seed), p.skew)
     experts, weights = [], []
     for row in logits.tolist():
         chosen = sorted(range(p.experts), key=lambda e: (-row[e], e))[:p.top_k]
@@ -228,9 +228,9 @@ def test_json_contract_and_frames():
 
 
 @pytest.mark.parametrize("case", [
-    dict(tokens=4096, experts=16, hidden=4, top_k=4, ep=16, router_steps=32),
-    dict(tokens=256, experts=256, hidden=8, top_k=8, ep=64, router_steps=32),
-    dict(tokens=64, experts=16, hidden=64, top_k=16, ep=16, router_steps=32)])
+    dict(tokens=4096, experts=16, token_width=4, top_k=4, ep=16, router_steps=32),
+    dict(tokens=256, experts=256, token_width=8, top_k=8, ep=64, router_steps=32),
+    dict(tokens=64, experts=16, token_width=64, top_k=16, ep=16, router_steps=32)])
 def test_largest_accepted_traces_stay_small(case):
     text = json.dumps(simulate(MoeParams(**case)).to_dict())
     assert len(text) < 5e6
@@ -241,7 +241,7 @@ def test_largest_accepted_traces_stay_small(case):
     ({"top_k": "9"}, "top_k", "top_k (9) must be at most experts (8)"),
     ({"tokens": "15"}, "tokens", "ep (2) must divide tokens (15) — try tokens 14 or 16"),
     ({"tokens": "4096", "experts": "64"}, "tokens", "must be at most 131,072"),
-    ({"hidden": "64", "tokens": "256", "experts": "16"}, "hidden", "must be at most 4,194,304"),
+    ({"token_width": "64", "tokens": "256", "experts": "16"}, "token_width", "must be at most 4,194,304"),
     ({"experts": "300"}, "experts", "experts must be an integer from 2 to 256"),
     ({"capacity_factor": "-1"}, "capacity_factor", "capacity_factor must be a number from 0 to 16"),
     ({"router": "sigmoid"}, "router", "router must be one of softmax_topk, topk_softmax"),

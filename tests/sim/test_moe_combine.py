@@ -34,7 +34,7 @@ def test_combine_is_the_transpose(kw):
     d = simulate(p).to_dict()
     matrix = np.array(d["dispatch"], dtype=float)
     assert not np.array_equal(matrix, matrix.T), "a skewed router sends unevenly"
-    row_bytes = p.cost_hidden * BYTES_PER_ELEMENT[p.dtype] * p.cost_tokens / (p.tokens // p.ep)
+    row_bytes = p.hidden * BYTES_PER_ELEMENT[p.dtype] * p.cost_tokens / (p.tokens // p.ep)
     payload = matrix * row_bytes
     np.fill_diagonal(payload, 0)
     want_bytes = payload.sum(axis=1) + payload.sum(axis=0)      # row + column, off-diagonal
@@ -62,5 +62,5 @@ def test_combine_caption_names_its_own_bytes():
     if matrix.sum(axis=0).max() != matrix.sum(axis=1).max():
         # the busiest sender of the combine is the largest column, not the dispatch's row
         from app.sim.moe.captions import human_bytes
-        row_bytes = p.cost_hidden * 2 * p.cost_tokens / (p.tokens // p.ep)
+        row_bytes = p.hidden * 2 * p.cost_tokens / (p.tokens // p.ep)
         assert human_bytes(matrix.sum(axis=0).max() * row_bytes) in caption

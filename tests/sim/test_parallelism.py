@@ -36,7 +36,7 @@ LAYOUTS = [
 def params_of(tp, cp, dp, pp, ep, gpn, order, **kw) -> ParallelismParams:
     experts = max(ep, 1) * 2
     # tp must divide the model's heads and kv_heads: tp 3 counts GPT-2's 12 heads
-    kw.setdefault("model", "gpt2" if 32 % tp else "llama3-8b")
+    kw.setdefault("preset", "gpt2" if 32 % tp else "llama3-8b")
     return ParallelismParams(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, gpus_per_node=gpn, order=order,
                              experts=experts, seq=6144, **kw)
 
@@ -185,7 +185,7 @@ def test_tp_traffic_by_hand_for_gpt2():
     """gpt2, tp 2, one micro-batch of one 1024-token sequence: A = 1024·768·2 bytes; 12 layers ×
     4 all-reduces × 2(t−1)/t·A = 48·A = 75,497,472 bytes — the same with sequence parallelism."""
     for sp in (False, True):
-        p = ParallelismParams(model="gpt2", tp=2, dp=1, pp=1, ep=1, experts=1, seq=1024,
+        p = ParallelismParams(preset="gpt2", tp=2, dp=1, pp=1, ep=1, experts=1, seq=1024,
                               microbatches=1, sequence_parallel=sp, gpus_per_node=8)
         (tp,) = [f for f in flows(p) if f.group == "tp"]
         assert tp.bytes_per_step == 48 * 1024 * 768 * 2 == 75_497_472
@@ -193,9 +193,9 @@ def test_tp_traffic_by_hand_for_gpt2():
 
 
 def test_dp_traffic_is_a_ring_all_reduce_of_the_gradient_shard():
-    p = ParallelismParams(model="gpt2", tp=1, dp=4, pp=1, ep=1, experts=1, gpus_per_node=8)
+    p = ParallelismParams(preset="gpt2", tp=1, dp=4, pp=1, ep=1, experts=1, gpus_per_node=8)
     (dp,) = [f for f in flows(p) if f.group == "dp"]
-    from app.sim.models import PRESETS
+    from app.catalog.models import PRESETS
     assert dp.bytes_per_step == round(2 * 3 / 4 * PRESETS["gpt2"].param_count() * 2)
 
 

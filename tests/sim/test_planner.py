@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from app.sim.memory.ledger import MemoryConfig, ledger
-from app.sim.models import resolve
+from app.catalog.models import resolve
 from app.sim.planner.cost import Cluster
 from app.sim.planner.hardware import GPU_SPECS
 from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml

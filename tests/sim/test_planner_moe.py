@@ -80,8 +80,7 @@ def test_h800_and_fp8_are_the_data_sheets():
     assert (h800.peak_tflops, h800.fp8_tflops, h800.hbm_tbs, h800.capacity) == \
         (h100.peak_tflops, 1979, h100.hbm_tbs, h100.capacity)
     assert h800.nvlink_gbs == 200 and h100.nvlink_gbs == 450       # 400 / 900 GB/s both ways
-    assert PlannerParams(gpu="h800-80").cluster().nvlink_gbs == 200
-    assert PlannerParams(gpu="h800-80", intra_node_gbs=160).cluster().nvlink_gbs == 160
+    assert PlannerParams(gpu="h800-80", intra_node_gbs=200).cluster().nvlink_gbs == 200
     with pytest.raises(ParamsError) as error:
         parse(PlannerParams, {"gpu": "a100-80", "gemm_dtype": "fp8"})
     assert error.value.problems[0].param == "gemm_dtype"

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from app.sim.memory.ledger import MemoryConfig, ledger
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.memory.rank_states import local_shapes, rank_states
 
 

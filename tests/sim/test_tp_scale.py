@@ -10,7 +10,7 @@ import pytest
 
 from app.sim.memory import activations
 from app.sim.collectives.cost import Links, collective_time_us, curves
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.tensor_parallel.simulate import simulate
 from app.sim.flops import layer_forward_flops as forward_flops
 from app.sim.tensor_parallel.scale import SP_LAYER, TP_LAYER, layer_shape, scale

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from app.sim.context_parallel import cost
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 
 
 def by_hand(model, cp, seq, b, alpha, nvlink, ib, per_node) -> float:

@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from app.sim.memory import activations  # noqa: E402
-from app.sim.models import resolve  # noqa: E402
+from app.catalog.models import resolve  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workers"))
 from memory_layers import Groups  # noqa: E402

@@ -19,7 +19,7 @@ from app.sim.context_parallel.simulate import simulate  # noqa: E402
 from app.scenes.context_parallel.check import CHECK, compare, worker_argv  # noqa: E402
 from tests.workers.launch import torchrun  # noqa: E402
 
-SIZES = {"seq": 16, "heads": 8, "kv_heads": 4, "head_dim": 4, "seed": 11}
+SIZES = {"example_seq": 16, "heads": 8, "kv_heads": 4, "head_dim": 4, "seed": 11}
 
 
 def params_of(entry: dict, world: int) -> ContextParallelParams:
@@ -59,7 +59,7 @@ def test_the_ring_sends_one_block_per_step_and_skips_above_the_diagonal(suite):
     world, report = suite
     entry = next(e for e in report["suite"] if e["method"] == "ring" and e["balance"] == "none"
                  and e["causal"])
-    block = 2 * (SIZES["seq"] // world) * SIZES["kv_heads"] * SIZES["head_dim"]
+    block = 2 * (SIZES["example_seq"] // world) * SIZES["kv_heads"] * SIZES["head_dim"]
     for r, rank in enumerate(entry["ranks"]):
         assert rank["calls"] == [{"op": "isend", "elements": block}] * (world - 1)
         assert rank["computed_steps"] == list(range(r + 1))       # blocks of later ranks skipped

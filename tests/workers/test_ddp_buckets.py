@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from app.sim.data_parallel import buckets as ddp_buckets  # noqa: E402
-from app.sim.models import PRESETS  # noqa: E402
+from app.catalog.models import PRESETS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workers"))
 from ddp_order import bucket_assignment, ready_names  # noqa: E402

@@ -19,7 +19,7 @@ RUNS = [
     (dict(ep=2), False),
     (dict(tokens=20, experts=12, top_k=3, ep=4, capacity_factor=1.25, drop_policy="position",
           router="topk_softmax", skew=0.0, seed=4), False),
-    (dict(tokens=15, experts=9, top_k=2, ep=3, capacity_factor=0.5, skew=2.0, hidden=5,
+    (dict(tokens=15, experts=9, top_k=2, ep=3, capacity_factor=0.5, skew=2.0, token_width=5,
           seed=9), True),   # the isend/irecv path
 ]
 

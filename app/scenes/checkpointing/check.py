@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from app.sim.memory import activations
-from app.sim.checkpointing.simulate import layer_shape, model_of, simulate
+from app.sim.checkpointing.simulate import layer_shape, simulate
 from app.sim.memory.ledger import MemoryConfig
 from app.jobs.runner import Check, Verdict
 from app.scenes.memory.check import LEFT_OUT, TERM_PART, model_args, scaled_config
@@ -50,7 +50,7 @@ one rank left out of the average) is off by several percent."""
 
 def scaled_params(p):
     """``p`` scaled down to run on a CPU in seconds (same class, validated)."""
-    model = model_of(p)
+    model = p.shape()
     layers = min(model.layers, LAYERS)
     small = scaled_config(MemoryConfig(model, micro_batch=p.micro_batch, dp=p.dp, tp=p.tp,
                                        sequence_parallel=p.sequence_parallel,

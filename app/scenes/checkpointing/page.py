@@ -12,8 +12,8 @@ from app.scenes.checkpointing import deck as view
 from app.scenes.checkpointing import deck_svg as checkpointing_svg
 from app.scenes.checkpointing.check import CHECK, scaled_or_why
 from app.sim.checkpointing.params import CheckpointParams
-from app.sim.checkpointing.simulate import model_of, simulate
-from app.sim.models import PRESETS
+from app.sim.checkpointing.simulate import simulate
+from app.catalog.models import PRESETS
 from app.templating import deck_style, export_context
 
 
@@ -36,12 +36,11 @@ def page_view(p: CheckpointParams, trace, frame: int) -> dict:
             "iteration_chart": view.iteration_chart(trace), "model": trace.model,
             "presets": PRESETS, "scaled": small,
             "torchrun": torchrun_line(CHECK, p) if small else f"# no real run: {why[1]}",
-            "scaled_model": model_of(small) if small else None}
+            "scaled_model": small.shape() if small else None}
 
 
 def form_view() -> dict:
-    return {"preset_choices": [(name, f"{name} ({m.param_count() / 1e9:.3g} B)")
-                               for name, m in PRESETS.items()], "presets": PRESETS}
+    return {}
 
 
 def export_view(p, trace, frame: int) -> dict:

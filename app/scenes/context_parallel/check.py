@@ -36,11 +36,12 @@ def compare(params, trace, report: dict) -> Verdict:
     problems: list[str] = []
     if len(ranks) != params.cp:
         problems.append(f"the job ran {len(ranks)} ranks, the scene has cp = {params.cp}")
+    stage = params.stage()
     for name in STAGE:
-        if name in report and report[name] != getattr(params, name):
+        if name in report and report[name] != stage[name]:
             problems.append(f"the job ran {name} = {report[name]!r}, the scene has "
-                            f"{getattr(params, name)!r}")
-    formula = elements_sent(params.method, params.cp, params.seq, params.heads, params.kv_heads,
+                            f"{stage[name]!r}")
+    formula = elements_sent(params.method, params.cp, params.example_tokens, params.heads, params.kv_heads,
                             params.head_dim, params.ulysses)
     output_row, sent_row, worst = [], [], 0.0
     for r, got in enumerate(ranks[:params.cp]):
@@ -89,8 +90,7 @@ def worker_argv(p) -> list[str]:
     """workers/context_parallel.py's command line for ``p``: one option per field of STAGE, as
     workers.common.add_fields reads them (a bool as ``true`` / ``false``); cp is the world."""
     args: list[str] = []
-    for name in STAGE:
-        value = getattr(p, name)
+    for name, value in p.stage().items():
         args += [f"--{name.replace('_', '-')}",
                  ("true" if value else "false") if isinstance(value, bool) else str(value)]
     return args

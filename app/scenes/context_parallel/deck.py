@@ -103,7 +103,7 @@ class CpDeck:
 
 def deck_title(p) -> str:
     extra = f" (u {p.ulysses})" if p.method == "hybrid" else ""
-    return (f"{METHOD_NAMES[p.method]}{extra} · cp {p.cp} · {p.seq} tokens · "
+    return (f"{METHOD_NAMES[p.method]}{extra} · cp {p.cp} · {p.example_tokens} tokens · "
             f"{'causal' if p.causal else 'full'} · "
             f"{'zigzag chunks' if p.balance == 'zigzag' else 'contiguous chunks'}")
 
@@ -136,8 +136,8 @@ class _Matrix:
 
     def __init__(self, p, trace):
         self.p = p
-        self.chunk = p.seq // (2 * p.cp if p.balance == "zigzag" else p.cp)
-        self.n = p.seq // self.chunk
+        self.chunk = p.example_tokens // (2 * p.cp if p.balance == "zigzag" else p.cp)
+        self.n = p.example_tokens // self.chunk
         self.cell = MSIZE / self.n
         self.owner = [0] * self.n
         for r in trace.ranks:
@@ -185,7 +185,7 @@ class _Matrix:
                                   f"rank {r}"))
             if label and self.cell >= 16:
                 items.append(Text(MX0 - 18, y + self.cell / 2 + 5, str(r), anchor="end"))
-        items += [Text(MX0 + MSIZE / 2, MY0 - 10, f"keys 0 … {p.seq - 1} →", anchor="middle"),
+        items += [Text(MX0 + MSIZE / 2, MY0 - 10, f"keys 0 … {p.example_tokens - 1} →", anchor="middle"),
                   Text(20, MY0 - 10, "rank", cls="muted"),
                   Text(MX0, MY0 + MSIZE + 22,
                        ("queries ↓ · a group's block: each rank its heads"
@@ -378,7 +378,7 @@ def _result_panel(p, trace) -> list:
     items.append(Text(RX0 + 66, y, "context parallel", cls="muted"))
     items.append(Text(RX0 + 250, y, "plain attention", cls="muted"))
     items.append(Text(RX0 + 434, y, "|diff|", cls="muted"))
-    for t in range(min(p.seq, 8)):
+    for t in range(min(p.example_tokens, 8)):
         y += 24
         cpv, ref = trace.output[t, 0, :dims], trace.reference[t, 0, :dims]
         owner = next(r.rank for r in trace.ranks if t in r.tokens)
@@ -389,7 +389,7 @@ def _result_panel(p, trace) -> list:
         items.append(Text(RX0 + 66, y, " ".join(f"{x:+.3f}" for x in cpv).replace("-", "−")))
         items.append(Text(RX0 + 250, y, " ".join(f"{x:+.3f}" for x in ref).replace("-", "−")))
         items.append(Text(RX0 + 434, y, f"{np.abs(cpv - ref).max():.0e}"))
-    items.append(Text(RX0 + 10, y + 36, f"max |difference| over all {p.seq}×{p.heads}×"
+    items.append(Text(RX0 + 10, y + 36, f"max |difference| over all {p.example_tokens}×{p.heads}×"
                                         f"{p.head_dim} numbers: {trace.max_abs_error:.1e}",
                       weight=700, cls="good-text" if trace.max_abs_error <= 1e-9 else "bad-text"))
     sent = trace.ranks[0].elements_sent

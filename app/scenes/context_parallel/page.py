@@ -15,9 +15,9 @@ from app.scenes.context_parallel import deck as view
 from app.scenes.context_parallel import deck_svg as cp_svg
 from app.scenes.context_parallel.check import CHECK
 from app.sim.context_parallel.captions import METHOD_NAMES
-from app.sim.context_parallel.params import ContextParallelParams
+from app.sim.context_parallel.params import MAX_SEQ, ContextParallelParams
 from app.sim.context_parallel.simulate import scale_dict, simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style, export_context
 
 
@@ -53,7 +53,7 @@ def page_view(p: ContextParallelParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"presets": [(k, m.name) for k, m in PRESETS.items()]}
+    return {"max_seq": MAX_SEQ}
 
 
 def export_view(p: ContextParallelParams, trace, frame: int) -> dict:
@@ -75,7 +75,7 @@ def wall_chart(p, scale: dict):
             (f"{scale['gpu_name']} memory", xs, [scale["capacity_bytes"]] * len(xs))]
     markers = [(w["activations_limit"], f"standard fits to {tokens(w['activations_limit'])}"),
                (w["flash_limit"], f"Flash fits to {tokens(w['flash_limit'])}"),
-               (p.context, f"context {tokens(p.context)}")]
+               (p.seq, f"context {tokens(p.seq)}")]
     return line_chart(data, x_label="tokens of one sequence s", y_label="bytes",
                       title=f"{PRESETS[p.preset].name}, b = {p.micro_batch}: activation memory "
                             f"on one GPU",
@@ -110,7 +110,7 @@ def memory_chart(p, scale: dict):
             (f"{scale['gpu_name']}", cps, [scale["capacity_bytes"]] * len(cps))]
     return line_chart(data, x_label="context-parallel size cp", y_label="bytes per rank",
                       title=f"{METHOD_NAMES[p.method]}: memory per rank at "
-                            f"{tokens(p.context)} tokens ({p.recompute} recompute)",
+                            f"{tokens(p.seq)} tokens ({p.recompute} recompute)",
                       x_log=True, y_log=True, x_format=lambda v: f"{v:g}",
                       y_format=human_bytes, x_tick_base=2, width=680, height=340)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.sim.data_parallel.simulate import DataParallelTrace
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.scenes.collective.deck import Label
 from app.draw.lanes import KIND_COLOURS, Bar, lane_chart
 from app.draw.palette import text_on

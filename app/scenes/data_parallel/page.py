@@ -15,7 +15,7 @@ from app.scenes.data_parallel import deck_svg as data_parallel_svg
 from app.scenes.data_parallel.check import CHECK
 from app.sim.data_parallel.params import DataParallelParams
 from app.sim.data_parallel.simulate import simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style
 
 
@@ -37,8 +37,7 @@ def page_view(p: DataParallelParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"presets": [(name, f"{name} ({m.param_count() / 1e9:.3g} B)")
-                        for name, m in PRESETS.items()]}
+    return {}
 
 
 def export_view(p: DataParallelParams, trace, frame: int) -> dict:

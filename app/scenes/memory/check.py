@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.sim.memory.ledger import MemoryConfig, ledger
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.sim.memory.rank_states import rank_states
 from app.jobs.runner import Check, Verdict
 from app.draw.fmt import exact_bytes, human_bytes

@@ -25,17 +25,14 @@ from app.sim.memory.ledger import count
 from app.sim.memory.params import MemoryParams
 from app.sim.memory.rank_states import rank_states
 from app.sim.memory.simulate import simulate
-from app.sim.models import PRESETS
+from app.catalog.models import PRESET_TEXTS
+from app.param_groups import SHAPE_FIELDS
 from app.templating import deck_style
-
-PRESET_NAMES = {"gpt2": "GPT-2 124M", "gpt3-175b": "GPT-3 175B", "llama3-8b": "Llama-3 8B",
-                "llama3-70b": "Llama-3 70B", "llama3-405b": "Llama-3 405B"}
-SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")
 
 
 def model_name(p) -> str:
     custom = any(getattr(p, f) is not None for f in (*SHAPE_FIELDS, "param_count"))
-    return PRESET_NAMES[p.preset] + (" (custom)" if custom else "")
+    return PRESET_TEXTS[p.preset] + (" (custom)" if custom else "")
 
 
 def title(p, trace) -> str:
@@ -47,11 +44,6 @@ def title(p, trace) -> str:
     if c.recompute != "none":
         parts.append(f"{c.recompute} recompute")
     return " · ".join(parts)
-
-
-def preset_fill(m) -> dict:
-    """The values a preset gives the shape fields (their placeholders in the form)."""
-    return {f: getattr(m, f) for f in SHAPE_FIELDS}
 
 
 def layer_rows(c) -> list[tuple[str, str, float]]:
@@ -133,7 +125,7 @@ def page_view(p: MemoryParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"preset_fill": {k: preset_fill(m) for k, m in PRESETS.items()}}
+    return {}
 
 
 def export_view(p: MemoryParams, trace, frame: int) -> dict:

@@ -90,7 +90,7 @@ def compare(params, trace, report: dict) -> Verdict:
 def worker_argv(p) -> list[str]:
     """The worker's command line for ``p``: one option per field it runs (workers/moe.py
     builds the same options from the params model)."""
-    return [word for name in ('tokens', 'experts', 'top_k', 'capacity_factor', 'drop_policy', 'router', 'aux_loss_coeff', 'z_loss_coeff', 'skew', 'hidden', 'seed')
+    return [word for name in ('tokens', 'experts', 'top_k', 'capacity_factor', 'drop_policy', 'router', 'aux_loss_coeff', 'z_loss_coeff', 'skew', 'token_width', 'seed')
             for word in ("--" + name.replace("_", "-"), _text(getattr(p, name)))]
 
 

@@ -492,7 +492,7 @@ def _columns(p, trace) -> _Columns:
     rh = min(24.0, max(19.0, room / most))
     rows = int(room // rh)
     label_w = 0.62 * FONT * len(f"t{p.tokens - 1}·E{p.experts - 1}") + 14
-    strip = min(p.hidden, STRIP_VALUES)
+    strip = min(p.token_width, STRIP_VALUES)
     sw = min(14.0, (w - label_w - 6) / strip)
     if sw < 3:
         strip, sw = 0, 0.0
@@ -649,7 +649,7 @@ def _cost_top(p) -> float:
 def _cost_lines(p, trace, y: float) -> list:
     c = trace.a2a.dispatch
     busiest = float(c.bytes_sent.max())
-    lines = [f"scaled to {p.cost_tokens} tokens/rank × {p.cost_hidden} × {p.dtype}:",
+    lines = [f"scaled to {p.cost_tokens} tokens/rank × {p.hidden} × {p.dtype}:",
              f"busiest rank sends {human_bytes(busiest)} per all-to-all",
              f"NVLink {num(c.nvlink_us)} µs · InfiniBand {num(c.infiniband_us)} µs",
              f"{p.gpus_per_node} GPUs a node: {num(c.time_us)} µs; combine "
@@ -742,7 +742,7 @@ def _ep_frame7(p, trace, cols: _Columns) -> list:
     rh = 22.0
     n = min(p.tokens, int((COL_Y1 - COL_Y0) // rh))
     per_rank = p.tokens // p.ep
-    strip = min(p.hidden, STRIP_VALUES)
+    strip = min(p.token_width, STRIP_VALUES)
     sw = min(14.0, 220 / strip)
     boxes: dict[str, list[str]] = defaultdict(list)
     texts = []

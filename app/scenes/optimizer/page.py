@@ -11,7 +11,7 @@ from app.scenes.optimizer import deck as view
 from app.scenes.optimizer import deck_svg as optimizer_svg
 from app.scenes.optimizer.check import CHECK
 from app.sim.memory import model_states
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.optimizer.params import OptimizerParams
 from app.sim.optimizer.simulate import SIMULATED, simulate
 from app.templating import deck_style, export_context

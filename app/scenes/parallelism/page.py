@@ -13,7 +13,7 @@ from app.scene import traced
 from app.scenes.parallelism import deck as view
 from app.scenes.parallelism import deck_svg as mesh_svg
 from app.scenes.parallelism.check import CHECK
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.parallelism.params import ParallelismParams
 from app.sim.parallelism.simulate import simulate
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
@@ -54,16 +54,12 @@ def page_view(p: ParallelismParams, trace, frame: int) -> dict:
             "rank_rows_max": RANK_ROWS,
             "commands": trace.launch.commands[:NODE_COMMANDS],
             "processes": trace.launch.processes[:RANK_ROWS],
-            "model_name": p.model, "model": PRESETS[p.model],
+            "model_name": p.preset, "model": PRESETS[p.preset],
             "torchrun": torchrun_line(CHECK, p)}
 
 
 def form_view() -> dict:
-    return {"style": mesh_style(False),
-            "presets": [(name, f"{name} ({m.layers} layers, h {m.hidden})")
-                        for name, m in PRESETS.items()],
-            "gpn_choices": [1, 2, 4, 8, 16, 32, 64],
-            "seqs": [(s, f"{s:,}") for s in (1024, 2048, 4096, 8192, 16384, 32768, 131072)]}
+    return {"style": mesh_style(False)}
 
 
 def export_view(p: ParallelismParams, trace, frame: int) -> dict:

@@ -10,7 +10,7 @@ from app.sim.planner.hardware import BAND, GPU_SPECS
 from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml
 from app.sim.planner.params import PlannerParams
 from app.sim.planner.ledger import ledger
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.templating import deck_style
 
 
@@ -35,12 +35,35 @@ def handoffs(p: PlannerParams, c) -> list[tuple[str, str]]:
     tpq = {"tp": shown_tp, "tokens": max(4, shown_tp), "preset": preset, "seq": p.seq, "micro_batch": c.micro_batch,
            "sequence_parallel": str(c.tp > 1).lower(), "gpus_per_node": p.gpus_per_node}
     par = {"tp": c.tp, "cp": c.cp, "dp": min(c.dp, 1024), "pp": c.pp, "ep": c.ep,
-           "gpus_per_node": p.gpus_per_node, "model": preset, "seq": p.seq,
+           "gpus_per_node": p.gpus_per_node, "preset": preset, "seq": p.seq,
            "micro_batch": c.micro_batch, "microbatches": min(c.microbatches, 1024)}
-    return [("memory ledger", "/memory?" + urlencode(mem)),
-            ("pipeline schedule", "/pipeline?" + urlencode(pipe)),
-            ("tensor-parallel block", "/tensor-parallel?" + urlencode(tpq)),
-            ("rank layout", "/parallelism?" + urlencode(par))]
+    out = [("memory ledger", "/memory?" + urlencode(mem)),
+           ("pipeline schedule", "/pipeline?" + urlencode(pipe)),
+           ("tensor-parallel block", "/tensor-parallel?" + urlencode(tpq)),
+           ("rank layout", "/parallelism?" + urlencode(par))]
+    run = train_handoff(c)
+    return out + ([("a real run of this layout (the tiny model, /train)", run)] if run else [])
+
+
+def train_handoff(c) -> str | None:
+    """``/train?…`` for candidate ``c`` when its world is at most 8 ranks: the same tp, cp, pp,
+    dp, ep, ZeRO (2 and 3 as 1, the stage /train runs), schedule and recomputation, on the
+    tiny model scaled so that the layout divides it; None when it cannot run there."""
+    from pydantic import ValidationError
+
+    from app.sim.train.params import TrainParams
+    if c.tp * c.cp * c.dp * c.pp > 8:
+        return None
+    values = {"tp": c.tp, "cp": c.cp, "pp": c.pp, "dp": c.dp, "ep": c.ep,
+              "zero": min(c.zero, 1), "schedule": c.schedule if c.schedule in ("gpipe", "1f1b")
+              else "1f1b", "recompute": c.recompute, "sequence_parallel": c.tp > 1,
+              "microbatches": max(1, min(c.microbatches, 8)), "heads": 8,
+              "kv_heads": max(4, c.tp), "layers": max(4, c.pp), "seq": max(32, 4 * c.cp),
+              "experts": max(4, c.ep) if c.ep > 1 else 1, "top_k": 2 if c.ep > 1 else 1}
+    try:
+        return "/train?" + TrainParams.model_validate(values).query()
+    except ValidationError:
+        return None
 
 
 def ledger_families() -> dict:
@@ -70,8 +93,7 @@ def page_view(p: PlannerParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    # what an empty NVLink field stands for: the chosen GPU's own link
-    return {"gpu_nvlink": {key: f"{spec.nvlink_gbs:g}" for key, spec in GPU_SPECS.items()}}
+    return {}
 
 
 def export_view(p: PlannerParams, trace, frame: int) -> dict:

@@ -15,7 +15,6 @@ from app.scenes.tensor_parallel import deck as view
 from app.scenes.tensor_parallel import deck_svg as tp_svg
 from app.scenes.tensor_parallel import panels as tp_panels
 from app.scenes.tensor_parallel.check import CHECK
-from app.sim.models import PRESETS
 from app.sim.tensor_parallel.params import TensorParallelParams
 from app.sim.tensor_parallel.simulate import BLOCK_TITLES, simulate
 from app.templating import LIGHT_COLOURS, PAGE_COLOURS, deck_style, render
@@ -46,9 +45,7 @@ def page_view(p: TensorParallelParams, trace, frame: int) -> dict:
 
 
 def form_view() -> dict:
-    return {"style": tp_style(False), "presets": [(name, f"{name} (h {m.hidden}, {m.heads} heads)")
-                        for name, m in PRESETS.items()],
-            "seqs": [(s, f"{s:,}") for s in (512, 1024, 2048, 4096, 8192, 16384, 32768)]}
+    return {"style": tp_style(False)}
 
 
 def export_view(p: TensorParallelParams, trace, frame: int) -> dict:

@@ -46,7 +46,7 @@ from app.sim import flops
 
 
 from app.sim.memory import model_states
-from app.sim.models import ModelShape, resolve
+from app.catalog.models import ModelShape
 from app.sim.trace import Frame
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ def timeline(model: ModelShape, seq: int, p: CheckpointParams, recompute: str,
     f = flops.layer_forward_flops(model, seq, p.micro_batch) / p.tp
     core = flops.attention_core_flops(model, seq, p.micro_batch) / p.tp
     head = 3 * flops.logits_forward_flops(model, seq, p.micro_batch) / p.tp
-    clock = _Clock(p.achieved_tflops * 1e9)  # FLOPs per ms
+    clock = _Clock(p.gpu_tflops * 1e9)  # FLOPs per ms
     layers = model.layers
     starts = {first for first, _ in segments(layers, k)} if recompute == "full" else set()
     # 1. forward
@@ -264,14 +264,8 @@ class CheckpointTrace:
         }
 
 
-def model_of(p) -> ModelShape:
-    """The preset with the query's explicit sizes (app.sim.models.resolve)."""
-    return resolve(p.preset, layers=p.layers, hidden=p.hidden, heads=p.heads,
-                   kv_heads=p.kv_heads, ffn=p.ffn, vocab=p.vocab, seq=p.seq)
-
-
 def simulate(p: CheckpointParams) -> CheckpointTrace:
-    model = model_of(p)
+    model = p.shape()
     seq = model.seq
     k = p.recompute_layers if p.recompute == "full" else 1
     chosen = timeline(model, seq, p, p.recompute, k)

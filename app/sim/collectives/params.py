@@ -7,17 +7,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from app.param_groups import NetworkGroup
 from app.params import (
     DTYPE_TEXTS,
-    AlphaUs,
     Control,
     Dtype,
-    GpusPerNode,
-    InterNodeGBs,
-    IntraNodeGBs,
     Invalid,
     Rank,
-    SceneParams,
     Seed,
     SizeBytes,
     World,
@@ -41,7 +37,9 @@ Algorithm = Literal["ring", "tree", "halving_doubling", "direct"]
 Count = Annotated[int, Field(ge=1, le=65536, description="elements of the full logical tensor")]
 
 
-class CollectiveParams(SceneParams):
+class CollectiveParams(NetworkGroup):
+    """The collective, its ranks and inputs, and the network group's cluster for its cost."""
+
     # the collective, with torch.distributed semantics
     op: Annotated[Op, Control("Collective", kind="choice", options={
         "all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather",
@@ -69,21 +67,6 @@ class CollectiveParams(SceneParams):
     root: Annotated[Rank, Control("Root rank")] = 0  # the slider stops at world - 1
     # element type, for bytes and time
     dtype: Annotated[Dtype, Control("Element type", kind="choice", widget="select", options=DTYPE_TEXTS)] = "fp32"
-    # α: latency of one message
-    alpha_us: Annotated[AlphaUs, Control(
-        "Latency α", help="Fixed cost of every message.", unit="µs", bounds=(0, 50),
-        step=0.5)] = 5.0
-    # β⁻¹ inside a node (NVLink, A100 ≈ 300 GB/s)
-    intra_node_gbs: Annotated[IntraNodeGBs, Control(
-        "NVLink", help="Bandwidth between GPUs of one node.", unit="GB/s",
-        bounds=(10, 1000), step=10)] = 300.0
-    # β⁻¹ between nodes (400 Gb/s InfiniBand ≈ 50 GB/s)
-    inter_node_gbs: Annotated[InterNodeGBs, Control(
-        "InfiniBand", help="Bandwidth between nodes (400 Gb/s ≈ 50 GB/s).", unit="GB/s",
-        bounds=(1, 400))] = 50.0
-    # ranks per node; ring links between nodes are slower
-    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
-                                   options=(1, 2, 4, 8, 16, 32, 64))] = 8
     # message size for the cost panel
     cost_bytes: Annotated[SizeBytes, Control("Message size for the cost panel", kind="choice", widget="select")] = 64 * 2**20
 

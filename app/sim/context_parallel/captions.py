@@ -33,10 +33,10 @@ def _by_rank(values) -> str:
 
 
 def _layout(p) -> str:
-    n = p.seq // p.cp
+    n = p.example_tokens // p.cp
     if p.balance == "zigzag":
-        c = p.seq // (2 * p.cp)
-        return (f"zigzag: the {p.seq} tokens are cut into 2·cp = {2 * p.cp} chunks of {c} and "
+        c = p.example_tokens // (2 * p.cp)
+        return (f"zigzag: the {p.example_tokens} tokens are cut into 2·cp = {2 * p.cp} chunks of {c} and "
                 f"rank r holds chunks r and {2 * p.cp - 1}−r ({n} tokens each)")
     return f"contiguous: rank r holds tokens {n}·r … {n}·r+{n - 1}"
 
@@ -47,12 +47,12 @@ def start(p, run: Run) -> str:
                     "queries, merging one block per step with the online softmax.",
             "all_gather": "First every rank gathers every K/V block (a ring all-gather), then "
                           "attends once against the whole sequence.",
-            "ulysses": f"An all-to-all will trade tokens for heads: each rank gets all {p.seq} "
+            "ulysses": f"An all-to-all will trade tokens for heads: each rank gets all {p.example_tokens} "
                        f"tokens of {p.heads // p.cp} query head(s) and attends locally.",
             "hybrid": f"An all-to-all inside each group of {p.ulysses} ranks trades tokens for "
                       f"heads, then a ring of {p.cp // p.ulysses} groups passes the K/V blocks."
             }[p.method]
-    return (f"{METHOD_NAMES[p.method]} on {p.cp} ranks, {kind}attention over {p.seq} tokens, "
+    return (f"{METHOD_NAMES[p.method]} on {p.cp} ranks, {kind}attention over {p.example_tokens} tokens, "
             f"{p.heads} query heads reading {p.kv_heads} key/value head(s) of {p.head_dim} "
             f"dimensions. Layout {_layout(p)}. {what}")
 
@@ -62,7 +62,7 @@ def all_to_all(p, step: Step) -> str:
     total = sum(t.elements for t in step.transfers if t.src == 0)
     return (f"All-to-all of Q, K and V inside each group of {u} ranks (sequence → heads): rank "
             f"i of a group keeps heads i·{p.heads // u} … and receives them for the tokens of "
-            f"the whole group ({u * p.seq // p.cp} tokens). Each rank sends {u - 1}/{u} of its "
+            f"the whole group ({u * p.example_tokens // p.cp} tokens). Each rank sends {u - 1}/{u} of its "
             f"Q, K and V: {total:,} numbers.")
 
 
@@ -108,13 +108,13 @@ def all_gather_step(p, s: int, step: Step) -> str:
 
 def attend(p, step: Step) -> str:
     if p.method == "ulysses":
-        return (f"Each rank attends locally: all {p.seq} queries of its {p.heads // p.cp} "
-                f"head(s) against all {p.seq} keys of its {p.kv_heads // p.cp} key/value "
+        return (f"Each rank attends locally: all {p.example_tokens} queries of its {p.heads // p.cp} "
+                f"head(s) against all {p.example_tokens} keys of its {p.kv_heads // p.cp} key/value "
                 f"head(s) — one ordinary attention, no ring. Scores computed: "
                 f"{_by_rank(step.unmasked)}: the same on every rank, "
                 f"whatever the mask and the layout.")
-    return (f"Every rank attends with its {p.seq // p.cp} queries to all {p.seq} keys at once "
-            f"(the gathered K, V: {2 * p.seq * p.kv_heads * p.head_dim:,} numbers on every "
+    return (f"Every rank attends with its {p.example_tokens // p.cp} queries to all {p.example_tokens} keys at once "
+            f"(the gathered K, V: {2 * p.example_tokens * p.kv_heads * p.head_dim:,} numbers on every "
             f"rank). Scores computed: {_by_rank(step.unmasked)}.")
 
 
@@ -122,7 +122,7 @@ def all_to_all_back(p, step: Step) -> str:
     u = p.cp if p.method == "ulysses" else p.ulysses
     return (f"All-to-all of the output back (heads → sequence): each rank returns the rows of "
             f"its heads to the ranks that own the tokens; rank r ends with all {p.heads} heads "
-            f"of its own {p.seq // p.cp} tokens ({step.transfers[0].elements:,} numbers to each "
+            f"of its own {p.example_tokens // p.cp} tokens ({step.transfers[0].elements:,} numbers to each "
             f"of the {u - 1} others).")
 
 

@@ -41,18 +41,16 @@ from app.sim.collectives.cost import Links, pairwise_time_us, ring_time_us
 from app.sim.context_parallel.layout import chunk_bounds, chunk_count, rank_chunks
 from app.sim.context_parallel.memory import a2a_degree, feasible
 from app.sim.flops import attention_core_flops, layer_forward_flops
-from app.sim.models import ModelShape
+from app.catalog.gpus import GPUS
+from app.catalog.models import ModelShape
 
-GPU_PEAK_TFLOPS: dict[str, float] = {"a100-40": 312.0, "a100-80": 312.0, "h100-80": 989.0,
-                                     "h800-80": 989.0, "h200-141": 989.0, "mi300x-192": 1307.0}
-"""Dense BF16 peak of each GPU (NVIDIA A100 and H100/H200 SXM datasheets, AMD MI300X), TFLOP/s."""
 ACT_BYTES = 2
 CP_SWEEP: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 METHODS = ("ring", "all_gather", "ulysses", "hybrid")
 
 
 def peak_tflops(gpu: str, override: float | None = None) -> float:
-    return float(override) if override is not None else GPU_PEAK_TFLOPS[gpu]
+    return float(override) if override is not None else GPUS[gpu].peak_tflops
 
 
 # --- exact unmasked pairs on the layout at scale ----------------------------------------------

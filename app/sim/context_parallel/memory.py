@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.sim.context_parallel.wall import Coefficients, coefficients
-from app.sim.memory.fit import GPUS
-from app.sim.models import ModelShape
+from app.catalog.gpus import GPUS
+from app.catalog.models import ModelShape
 
 ACT_BYTES = 2
 MAX_CP_SEARCH = 1 << 16

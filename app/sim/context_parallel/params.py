@@ -1,11 +1,18 @@
 """The query of ``/context-parallel`` (DESIGN.md, ``/api/context-parallel``).
 
-Two sizes of sequence live side by side: ``seq`` is the short worked example whose every number
-is computed and shown (Q, K, V, the output, each rank's running softmax), bounded so that the
-JSON stays small; ``context`` is the long sequence of the real model (``preset``) that the
-memory and time panels are about, up to 1,048,576 tokens. The model and cluster fields are the
-shared ones of app/params.py (``preset``, ``micro_batch``, ``recompute``, ``gpu``, the α–β
-links), so a scenario flows in from the other scenes.
+``seq`` is the sequence of the real model (``preset``), as in every other scene, up to
+1,048,576 tokens: the memory and time panels are about it. The worked example, whose every number
+is computed and shown (Q, K, V, the output, each rank's running softmax), runs on the whole
+sequence while it is short enough (``seq`` ≤ :data:`MAX_SEQ`): then DESIGN.md's contract holds
+as written — q, k, v and the output are ``seq`` × heads × head_dim. Above, it runs on
+``example_seq`` tokens of its own (:attr:`ContextParallelParams.example_tokens`), shown on the
+page, so a scenario carried from /memory with seq = 8192 opens here instead of a 422. ``heads``,
+``kv_heads`` and ``head_dim`` are the worked example's (the contract's); the model's own are the
+preset's. The model, GPU and network fields are the shared groups of app/param_groups.py, so a
+scenario flows in from the other scenes.
+
+Before this, the example's length was called ``seq`` and the model's ``context``: a query with
+``context`` is redirected to the new names (:data:`RENAMED`, docs/parameters.md).
 
 Field types new with this chapter (``Cp``, ``UlyssesDegree``, ``HeadDim``, ``Method``,
 ``Balance``) are declared here once; they belong in app/params.py when a second scene needs them.
@@ -13,14 +20,14 @@ Field types new with this chapter (``Cp``, ``UlyssesDegree``, ``HeadDim``, ``Met
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from app.params import (GPU_TEXTS, AlphaUs, Control, GpuModel, GpuTflops, GpusPerNode,
-                        Heads, InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, MicroBatch, ModelPreset,
-                        Recompute, SceneParams, Seed, Seq, divisors_near, multiples_near,
-                        suggest)
+from app.param_groups import (GpuGroup, MicroBatchField, NetworkGroup, NvlinkField, PresetField,
+                              SeqField)
+from app.params import (Control, Heads, Invalid, KvHeads, Recompute, Renamed, Seed,
+                        divisors_near, multiples_near, suggest)
 
 Method = Literal["ring", "all_gather", "ulysses", "hybrid"]
 """Megatron-LM's cp_comm_type: p2p, all_gather, a2a, a2a+p2p."""
@@ -33,19 +40,33 @@ UlyssesDegree = Annotated[int, Field(ge=1, le=64,
 HeadDim = Annotated[int, Field(ge=1, le=1024, description="dimensions per attention head d")]
 
 MAX_SEQ = 256
-"""Tokens of the worked example: q, k, v and the output are seq × heads × head_dim numbers each
-(at most 256 × 16 × 16 = 65,536), so the largest answer stays a few MB and well under 0.5 s."""
+"""Most tokens of the worked example: q, k, v and the output are tokens × heads × head_dim
+numbers each (at most 256 × 16 × 16 = 65,536), so the largest answer stays a few MB and well
+under 0.5 s. A longer ``seq`` is shown on ``example_seq`` tokens."""
+ExampleSeq = Annotated[int, Field(ge=1, le=MAX_SEQ,
+                                  description="tokens of the worked example when seq is above "
+                                              f"{MAX_SEQ}")]
 MAX_HEADS = 16
 MAX_HEAD_DIM = 16
 CP_STOPS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
 """The cp slider's stops (any cp from 2 to 64 is accepted from the URL)."""
-STAGE_FIELDS = ("method", "ulysses", "seq", "heads", "kv_heads", "head_dim", "causal", "balance",
-                "seed")
+STAGE_FIELDS = ("method", "ulysses", "example_seq", "heads", "kv_heads", "head_dim", "causal",
+                "balance", "seed")
 """The fields of the worked example that a real run takes (its cp is the world size): the
-worker's command line and the check's comparison are derived from this list."""
+worker's command line and the check's comparison are derived from this list, through
+:meth:`ContextParallelParams.stage` (``example_seq`` there is the example's length,
+:attr:`~ContextParallelParams.example_tokens`)."""
+
+RENAMED = Renamed({"seq": "example_seq", "context": "seq"})
+"""The names this scene's query had before the parameter groups: the example's length was
+``seq``, the model's ``context``."""
 
 
-class ContextParallelParams(SceneParams):
+class ContextParallelParams(NetworkGroup, GpuGroup):
+    """The worked example (method, cp, its heads and length) and the real model at scale
+    (preset, seq, micro_batch of the model shape group; the GPU group; the network group)."""
+
+    renamed: ClassVar[Renamed] = RENAMED
     # how each query meets every key (Megatron cp_comm_type)
     method: Annotated[Method, Control(
         "Method (Megatron cp_comm_type)", kind="choice",
@@ -63,11 +84,11 @@ class ContextParallelParams(SceneParams):
     ulysses: Annotated[UlyssesDegree, Control(
         "Ulysses group u", kind="values", values=(1, 2, 4, 8, 16, 32, 64),
         help="Hybrid only: ranks of each all-to-all group; the ring joins cp/u groups.")] = 2
-    # tokens of the worked example (≤ 256)
-    seq: Annotated[Seq, Control(
-        "Tokens of the example", kind="number", bounds=(1, MAX_SEQ),
-        help="A multiple of cp (of 2·cp for zigzag), at most 256: every number is "
-             "computed.")] = 16
+    # tokens of the worked example when seq is above 256 (up to 256, the example is seq)
+    example_seq: Annotated[ExampleSeq, Control(
+        "Tokens of the example", kind="number",
+        help=f"The sequence is longer than the {MAX_SEQ} tokens whose every number is shown: "
+             f"the example runs on this many (a multiple of cp, of 2·cp for zigzag).")] = 16
     # query heads of the worked example (≤ 16)
     heads: Annotated[Heads, Control("Query heads", bounds=(1, MAX_HEADS),
                                     help="Of the worked example (1–16).")] = 4
@@ -91,42 +112,35 @@ class ContextParallelParams(SceneParams):
     # seed of Q, K and V
     seed: Annotated[Seed, Control("Seed", kind="number", help="Of the seeded Q, K and V.")] = 0
     # the real model of the memory and time panels
-    preset: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "llama3-8b"
-    # tokens of one sequence at scale (Llama 3: 128k)
-    context: Annotated[Seq, Control(
-        "Context at scale", kind="log2", bounds=(10, 20), step=1,
-        help="Tokens of one sequence of the real model, 1k to 1M (Llama 3: 128k).")] = 131072
-    # sequences per micro-batch b at scale
-    micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="number", bounds=(1, 64),
-                                               help="Sequences per micro-batch at scale.")] = 1
+    preset: PresetField = "llama3-8b"
+    # tokens of one sequence (Llama 3: 128k); up to 256 the worked example runs all of them
+    seq: SeqField = 131072
+    # sequences per micro-batch b
+    micro_batch: MicroBatchField = 1
     # none: keep the s² softmax; selective: FlashAttention
     recompute: Annotated[Recompute, Control(
         "Attention kept for backward", kind="choice", widget="select",
         options={"none": "none: the s² softmax", "selective": "FlashAttention statistics",
                  "full": "full recompute"})] = "selective"
-    # the GPU of the wall and of the overlap condition
-    gpu: Annotated[GpuModel, Control("GPU", kind="choice", widget="select", options=GPU_TEXTS)] = "h100-80"
-    # matmul rate (empty: the GPU's dense BF16 peak)
-    gpu_tflops: Annotated[GpuTflops | None, Control(
-        "Matmul TFLOP/s", kind="number", help="Empty: the GPU's dense BF16 peak.")] = None
-    # α: latency of one message
-    alpha_us: Annotated[AlphaUs, Control("Latency α (µs)", kind="number", step=0.5)] = 5.0
     # NVLink inside a node (H100: 450 GB/s each way)
-    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink GB/s", kind="number",
-                                                    step=0.1)] = 450.0
-    # InfiniBand between nodes (400 Gb/s ≈ 50 GB/s)
-    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand GB/s", kind="number",
-                                                    step=0.1)] = 50.0
-    # GPUs one NVLink domain holds
-    gpus_per_node: Annotated[GpusPerNode, Control(
-        "GPUs per node", kind="values", values=(1, 2, 4, 8, 16, 32, 64),
-        help="A ring or group inside one node runs on NVLink, across nodes on "
-             "InfiniBand.")] = 8
+    intra_node_gbs: NvlinkField = 450.0
 
-    @field_validator("gpu_tflops", mode="before")
-    @classmethod
-    def _blank_is_peak(cls, value):
-        return None if isinstance(value, str) and value.strip() == "" else value
+    @property
+    def example_tokens(self) -> int:
+        """The worked example's length: the whole sequence up to :data:`MAX_SEQ` tokens, else
+        ``example_seq``."""
+        return self.seq if self.seq <= MAX_SEQ else self.example_seq
+
+    @property
+    def example_field(self) -> str:
+        """The parameter that sets the example's length: ``seq`` or ``example_seq``."""
+        return "seq" if self.seq <= MAX_SEQ else "example_seq"
+
+    def stage(self) -> dict:
+        """The worked example's values that a real run takes (:data:`STAGE_FIELDS`), its length
+        as ``example_seq``."""
+        return {name: self.example_tokens if name == "example_seq" else getattr(self, name)
+                for name in STAGE_FIELDS}
 
     @property
     def ring_size(self) -> int:
@@ -141,8 +155,7 @@ class ContextParallelParams(SceneParams):
 
     @model_validator(mode="after")
     def _consistent(self) -> ContextParallelParams:
-        for name, most, why in (("seq", MAX_SEQ, "the long context of the panels is `context`"),
-                                ("heads", MAX_HEADS, "the model's own heads are the preset's"),
+        for name, most, why in (("heads", MAX_HEADS, "the model's own heads are the preset's"),
                                 ("head_dim", MAX_HEAD_DIM, "every number is shown")):
             value = getattr(self, name)
             if value > most:
@@ -156,11 +169,12 @@ class ContextParallelParams(SceneParams):
                                       f"head serves a whole group of query heads"
                                       f"{suggest(self, 'kv_heads', divisors_near(h, kv))}")
         parts = 2 * self.cp if self.balance == "zigzag" else self.cp
-        if self.seq % parts:
+        n, name = self.example_tokens, self.example_field
+        if n % parts:
             how = (f"2·cp ({parts}): zigzag cuts it into 2·cp chunks" if self.balance == "zigzag"
-                   else f"cp ({parts}): each rank holds seq/cp tokens")
-            raise Invalid("seq", f"seq ({self.seq}) must be divisible by {how}"
-                                 f"{suggest(self, 'seq', multiples_near(self.seq, parts, MAX_SEQ))}")
+                   else f"cp ({parts}): each rank holds {name}/cp tokens")
+            raise Invalid(name, f"{name} ({n}) must be divisible by {how}"
+                                f"{suggest(self, name, multiples_near(n, parts, MAX_SEQ))}")
         if self.method == "ulysses":
             for name, value in (("heads", h), ("kv_heads", kv)):
                 if value % self.cp:

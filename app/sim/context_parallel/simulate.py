@@ -35,8 +35,8 @@ from app.sim.context_parallel.methods import Rows, Run, Step, run
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.volumes import elements_sent
 from app.sim.context_parallel.wall import CONTEXTS, Wall, wall
-from app.sim.memory.fit import GPUS
-from app.sim.models import PRESETS
+from app.catalog.gpus import GPUS
+from app.catalog.models import PRESETS
 from app.sim.trace import Frame, plain, readonly
 
 NEEDED_AT = (131072, 1048576)
@@ -143,7 +143,7 @@ class ContextParallelTrace:
         p = self.params
         return {
             "method": p.method, "cp": p.cp, "ulysses": p.ulysses, "ring_size": p.ring_size,
-            "seq": p.seq, "heads": p.heads, "kv_heads": p.kv_heads, "head_dim": p.head_dim,
+            "seq": p.example_tokens, "heads": p.heads, "kv_heads": p.kv_heads, "head_dim": p.head_dim,
             "causal": p.causal, "balance": p.balance, "seed": p.seed,
             "q": plain(self.q), "k": plain(self.k), "v": plain(self.v),
             "output": plain(self.output), "max_abs_error": self.max_abs_error,
@@ -156,8 +156,8 @@ class ContextParallelTrace:
 
 
 def volume_formula(p) -> str:
-    n, d, h, kv, cp = p.seq // p.cp, p.head_dim, p.heads, p.kv_heads, p.cp
-    value = elements_sent(p.method, cp, p.seq, h, kv, d, p.ulysses)
+    n, d, h, kv, cp = p.example_tokens // p.cp, p.head_dim, p.heads, p.kv_heads, p.cp
+    value = elements_sent(p.method, cp, p.example_tokens, h, kv, d, p.ulysses)
     if p.method in ("ring", "all_gather"):
         return f"2·(cp−1)·(seq/cp)·kv_heads·head_dim = 2·{cp - 1}·{n}·{kv}·{d} = {value:,}"
     if p.method == "ulysses":
@@ -207,10 +207,10 @@ def plain_attention(seq: int, heads: int, kv_heads: int, head_dim: int, seed: in
 
 
 def simulate(p: ContextParallelParams) -> ContextParallelTrace:
-    q, k, v = make_inputs(p.seq, p.heads, p.kv_heads, p.head_dim, p.seed)
-    tokens = tokens_table(p.seq, p.cp, p.balance)
+    q, k, v = make_inputs(p.example_tokens, p.heads, p.kv_heads, p.head_dim, p.seed)
+    tokens = tokens_table(p.example_tokens, p.cp, p.balance)
     result = run(p.method, q, k, v, tokens, p.ulysses, p.causal)
-    ref = plain_attention(p.seq, p.heads, p.kv_heads, p.head_dim, p.seed, p.causal)
+    ref = plain_attention(p.example_tokens, p.heads, p.kv_heads, p.head_dim, p.seed, p.causal)
     error = float(np.abs(result.output - ref).max())
     sent = [0] * p.cp
     for step in result.steps:
@@ -231,7 +231,7 @@ def simulate(p: ContextParallelParams) -> ContextParallelTrace:
 # --- at scale ---------------------------------------------------------------------------------
 
 def _scale_key(p: ContextParallelParams) -> tuple:
-    return (p.method, p.cp, p.ulysses, p.causal, p.balance, p.preset, p.context, p.micro_batch,
+    return (p.method, p.cp, p.ulysses, p.causal, p.balance, p.preset, p.seq, p.micro_batch,
             p.recompute, p.gpu, p.gpu_tflops, p.alpha_us, p.intra_node_gbs, p.inter_node_gbs,
             p.gpus_per_node)
 
@@ -298,7 +298,7 @@ def scale_dict(p: ContextParallelParams, s: AtScale) -> dict:
                 "model_flash_bytes": pt.model_flash_bytes}
 
     return {
-        "preset": p.preset, "context": p.context, "micro_batch": p.micro_batch, "gpu": p.gpu,
+        "preset": p.preset, "context": p.seq, "micro_batch": p.micro_batch, "gpu": p.gpu,
         "gpu_name": GPUS[p.gpu].name, "gpu_tflops": s.tflops,
         "capacity_bytes": w.capacity_bytes, "layers": w.model.layers,
         "head_dim": w.model.hidden // w.model.heads, "model_heads": w.model.heads,
@@ -316,7 +316,7 @@ def scale_dict(p: ContextParallelParams, s: AtScale) -> dict:
                  "placements": {k: _time(v) for k, v in s.placements.items()},
                  "methods": [{"method": m, "why_not": why, "time": _time(lt),
                               "memory": None if lt is None else _memory(
-                                  memory.rank_memory(w.model, p.context, p.cp, p.micro_batch, m,
+                                  memory.rank_memory(w.model, p.seq, p.cp, p.micro_batch, m,
                                                      p.ulysses, p.recompute, p.gpu))}
                              for m, lt, why in s.methods],
                  "sweep": [{"cp": c, "method": m, "why_not": why, "time": _time(lt)}

@@ -28,8 +28,8 @@ from functools import lru_cache
 
 from app.sim.memory import activations
 from app.sim.flops import attention_core_flops, layer_forward_flops
-from app.sim.memory.fit import GPUS
-from app.sim.models import ModelShape
+from app.catalog.gpus import GPUS
+from app.catalog.models import ModelShape
 from app.sim.tensor_parallel.scale import layer_shape
 
 CONTEXTS: tuple[int, ...] = tuple(2 ** k for k in range(10, 21))   # 1,024 … 1,048,576 tokens

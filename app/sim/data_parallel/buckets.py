@@ -87,7 +87,7 @@ def assign(sizes_bytes: list[int] | tuple[int, ...], order: list[int] | tuple[in
 
 def is_layer_norm(module: str) -> bool:
     """Whether a parameter's module (its name without the last part) is a LayerNorm, by the
-    names of app.sim.models (GPT's ``ln_1``, ``ln_2``, ``ln_f``)."""
+    names of app.catalog.models (GPT's ``ln_1``, ``ln_2``, ``ln_f``)."""
     return module.rpartition(".")[2].startswith("ln_")
 
 

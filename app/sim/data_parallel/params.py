@@ -7,23 +7,16 @@ from typing import Annotated, Literal
 
 from pydantic import model_validator
 
+from app.param_groups import GpuTflopsField, MicroBatchField, NetworkGroup, PresetField
 from app.params import (
     DTYPE_TEXTS,
-    AlphaUs,
     BucketMb,
     Control,
     Dp,
     Dtype,
-    GpusPerNode,
-    GpuTflops,
-    InterNodeGBs,
-    IntraNodeGBs,
     Invalid,
-    MicroBatch,
     MlpLayers,
     MlpWidth,
-    ModelPreset,
-    SceneParams,
     Seed,
     TrainSteps,
 )
@@ -33,7 +26,10 @@ from app.sim.tiny_mlp import TinyMLP
 Mode = Literal["dp", "ddp", "fsdp"]
 
 
-class DataParallelParams(SceneParams):
+class DataParallelParams(NetworkGroup):
+    """The generation and its buckets, the real model timed (preset, micro_batch, the GPU's
+    throughput, the network group) and the tiny MLP trained for real."""
+
     # dp (nn.DataParallel), ddp, or fsdp (ZeRO-3)
     mode: Annotated[Mode, Control("Generation", kind="choice",
                                 options={"dp": "DP (DataParallel)", "ddp": "DDP", "fsdp": "FSDP"})] = "ddp"
@@ -56,26 +52,14 @@ class DataParallelParams(SceneParams):
     prefetch: Annotated[bool, Control("Prefetch", kind="choice", options={True: "on", False: "off"},
                                      help="Gather the next layer while this one computes.")] = True
     # the real model whose step is timed
-    preset: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "gpt2"
+    preset: PresetField = "gpt2"
     # sequences per GPU per step (samples, for the tiny model)
-    micro_batch: Annotated[MicroBatch, Control("Sequences per GPU", bounds=(1, 32))] = 4
+    micro_batch: MicroBatchField = 4
     # parameters and gradients on the wire
     dtype: Annotated[Dtype, Control("Gradients", kind="choice", widget="select",
                                   options={k: DTYPE_TEXTS[k] for k in ("fp32", "bf16", "fp16")})] = "fp32"
     # achieved per GPU (A100: ~50 % of 312)
-    gpu_tflops: Annotated[GpuTflops, Control(
-        "GPU throughput", unit="TFLOP/s", bounds=(10, 1000), step=10)] = 150.0
-    # α: latency of one message
-    alpha_us: Annotated[AlphaUs, Control("Latency α", unit="µs", bounds=(0, 50), step=0.5)] = 5.0
-    # NVLink inside a node
-    intra_node_gbs: Annotated[IntraNodeGBs, Control(
-        "NVLink", unit="GB/s", bounds=(10, 1000), step=10)] = 300.0
-    # InfiniBand between nodes (400 Gb/s)
-    inter_node_gbs: Annotated[InterNodeGBs, Control(
-        "InfiniBand", unit="GB/s", bounds=(1, 400))] = 50.0
-    # ranks per node (torchrun's --nproc-per-node)
-    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
-                                          options=(1, 2, 4, 8, 16))] = 8
+    gpu_tflops: GpuTflopsField = 150.0
     # training steps of the tiny model
     steps: Annotated[TrainSteps, Control("Training steps")] = 3
     # seed of its initial parameters and data

@@ -30,7 +30,7 @@ from app.sim.data_parallel import step_timeline
 from app.sim.collectives.cost import BYTES_PER_ELEMENT, Links
 from app.sim.data_parallel.training import Training, train
 from app.sim.mesh import local_rank, node_of
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.tiny_mlp import TinyMLP
 from app.sim.timeline import Span
 from app.sim.trace import Frame, plain

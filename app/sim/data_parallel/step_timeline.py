@@ -32,7 +32,7 @@ from app.sim.data_parallel import buckets as ddp_buckets
 
 from app.sim import timeline
 from app.sim.collectives.cost import Links, ring_time_us
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.sim.timeline import Task
 
 HBM_GBS = 2000.0             # GPU memory bandwidth for the optimizer step (A100 80 GB ≈ 2 TB/s)

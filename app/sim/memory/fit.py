@@ -12,29 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from app.catalog.gpus import GPUS, Gpu
 from app.sim.memory import model_states
 from app.sim.memory.activations import RECOMPUTE
-from app.sim.memory.ledger import GiB, Ledger, MemoryConfig, ledger, model_state_items, stage_ledger
+from app.sim.memory.ledger import Ledger, MemoryConfig, ledger, model_state_items, stage_ledger
 
 MAX_MICRO_BATCH = 4096
-
-
-@dataclass(frozen=True)
-class Gpu:
-    key: str
-    name: str
-    capacity: int
-
-
-GPUS: dict[str, Gpu] = {g.key: g for g in (
-    Gpu("a100-40", "A100 40 GB", 40 * GiB),
-    Gpu("a100-80", "A100 80 GB", 80 * GiB),
-    Gpu("h100-80", "H100 80 GB", 80 * GiB),
-    Gpu("h800-80", "H800 80 GB", 80 * GiB),          # H100 compute, NVLink cut to 400 GB/s
-    Gpu("h200-141", "H200 141 GB", 141 * GiB),
-    Gpu("mi300x-192", "MI300X 192 GB", 192 * GiB),
-)}
-"""Capacities as marketed, read as GiB (the driver reports slightly less: an assumption)."""
 
 
 @dataclass(frozen=True)

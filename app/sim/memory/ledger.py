@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from app.sim.memory import model_states
 from app.sim.memory.activations import LayerShape, kept_terms, per_layer_bytes, pipeline_in_flight
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.draw.fmt import human_bytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")

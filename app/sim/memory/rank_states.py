@@ -5,7 +5,7 @@ A GPU of pipeline stage ``stage`` and tensor-parallel rank 0 holds, Megatron-sty
 embeddings on the first stage, the final norm and untied output head on the last, L/p layers in
 between; column-parallel and vocab-parallel weights cut along their rows, row-parallel weights
 along their columns, norms and the row-parallel biases whole on every TP rank
-(:meth:`app.sim.models.ModelShape.tensors`); a vocabulary that t does not divide is padded, as
+(:meth:`app.catalog.models.ModelShape.tensors`); a vocabulary that t does not divide is padded, as
 Megatron pads it to a multiple of 128·t. ZeRO then cuts each tensor along its first
 dimension into N_d shards (FSDP-style; a partial last shard is padded), and the optimizer keeps
 its states per shard: torch.optim's Adam/AdamW two fp32 tensors and a step counter, SGD with

@@ -63,7 +63,7 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
                       f"{_range(r * per_ep, (r + 1) * per_ep - 1)} on rank {r}"
                       for r in range(min(ep, 3))) + (" …" if ep > 3 else "")
     out.append(MoeFrame(0, "tokens", (
-        f"{T} tokens of {p.hidden} numbers on {ep} rank{'s' if ep > 1 else ''} ({where}). The "
+        f"{T} tokens of {p.token_width} numbers on {ep} rank{'s' if ep > 1 else ''} ({where}). The "
         f"router scores every token against all {E} experts: logits {T} × {E} = x · W_router "
         f"+ skew {num(p.skew)} · bias (+1 for expert 0 down to −1 for expert {E - 1}); token "
         f"0's run from {num(logits[0].min())} to {num(logits[0].max())}."),
@@ -110,15 +110,15 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
     out.append(MoeFrame(4, "dispatch", (
         f"Dispatch all-to-all: the split sizes ({ep} × {ep} counts), then the token vectors; "
         f"rank 0 keeps {int(matrix[0, 0])} rows and sends {int(sent_rows[0])}. At "
-        f"{p.cost_tokens} tokens per rank of a {p.cost_hidden}-wide {p.dtype} model the busiest "
+        f"{p.cost_tokens} tokens per rank of a {p.hidden}-wide {p.dtype} model the busiest "
         f"rank sends {human_bytes(a2a.dispatch.bytes_sent.max())}: "
         f"{num(a2a.dispatch.nvlink_us)} µs on NVLink, {num(a2a.dispatch.infiniband_us)} µs over "
         f"InfiniBand, one rank a node ({num(a2a.dispatch.time_us)} µs "
-        f"with {p.gpus_per_node} GPUs a node)."), _transfers(matrix, p.hidden, back=False), data={"dispatch": matrix.tolist()}))
+        f"with {p.gpus_per_node} GPUs a node)."), _transfers(matrix, p.token_width, back=False), data={"dispatch": matrix.tolist()}))
     rows = run.rank_rows
     out.append(MoeFrame(5, "experts", (
-        f"Each rank runs its {per_ep} expert{'s' if per_ep > 1 else ''} (hidden {p.hidden} → "
-        f"{2 * p.hidden} → {p.hidden}, SiLU) on the rows it received: "
+        f"Each rank runs its {per_ep} expert{'s' if per_ep > 1 else ''} (hidden {p.token_width} → "
+        f"{2 * p.token_width} → {p.token_width}, SiLU) on the rows it received: "
         + ", ".join(f"rank {r} {int(n)}" for r, n in enumerate(rows[:6].tolist()))
         + (" …" if ep > 6 else "")
         + f". The busiest rank works {num(rows.max() / max(rows.mean(), 1e-12))}× the mean."),
@@ -128,7 +128,7 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
         f"path — the dispatch matrix transposed, so a rank sends its column: the busiest "
         f"sends {human_bytes(a2a.combine.bytes_sent.max())}, {num(a2a.combine.time_us)} µs "
         f"({human_bytes(a2a.bytes_per_rank.max())} per rank for the layer at most)."),
-        _transfers(matrix, p.hidden, back=True), data={"combine": matrix.T.tolist()}))
+        _transfers(matrix, p.token_width, back=True), data={"combine": matrix.T.tolist()}))
     none_kept = int((~drops.kept).all(axis=1).sum())
     out.append(MoeFrame(7, "output", (
         f"Each token adds its kept experts' outputs, weighted: y_t = Σ w · expert(x_t). "

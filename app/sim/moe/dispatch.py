@@ -17,8 +17,9 @@ pass of one MoE layer:
 The same output is computed densely, every expert on every token masked by the kept gate
 weights, and the largest difference is reported (float64; it should be ~1e-16).
 
-Cost: rank i sends ``dispatch[i][j]`` rows of ``cost_hidden`` elements to every j ≠ i to
-dispatch, and ``dispatch[j][i]`` rows back to every j to combine (the transpose), scaled from the T/ep tokens simulated here to ``cost_tokens``
+Cost: rank i sends ``dispatch[i][j]`` rows of ``hidden`` elements (the model's width) to every
+j ≠ i to dispatch, and ``dispatch[j][i]`` rows back to every j to combine (the transpose), scaled
+from the T/ep tokens simulated here to ``cost_tokens``
 tokens per rank. The α–β time is one step of app.sim.collectives.cost's model: every rank
 pushes its messages one after another (α + bytes/β each, NVLink inside a node, InfiniBand
 between nodes) and the all-to-all lasts as long as the busiest rank.

@@ -1,9 +1,13 @@
 """The parameters of chapter 10's mixture-of-experts scene (``/moe``, ``/api/moe``).
 
-One MoE layer routes ``tokens`` seeded token vectors of width ``hidden`` over ``experts`` small
-MLP experts placed on ``ep`` expert-parallel ranks; every number is computed for real, so the
-sizes are bounded (:data:`MAX_CELLS`). The cost-panel fields (``cost_hidden``, ``cost_tokens``,
-``dtype`` and the links) scale the same routing up to a real model's all-to-all.
+One MoE layer routes ``tokens`` seeded token vectors of width ``token_width`` over ``experts``
+small MLP experts placed on ``ep`` expert-parallel ranks; every number is computed for real, so
+the sizes are bounded (:data:`MAX_CELLS`). The cost-panel fields — ``hidden`` (the model's width,
+as in every scene), ``cost_tokens``, ``dtype`` and the network group — scale the same routing up
+to a real model's all-to-all.
+
+Before the parameter groups the token width was called ``hidden`` and the model's ``cost_hidden``:
+a query with ``cost_hidden`` is redirected to the new names (:data:`RENAMED`).
 
 Names and meanings follow DESIGN.md's ``/api/moe`` contract and Megatron-LM's MoE options
 (``--moe-router-topk``, ``--moe-expert-capacity-factor``, ``--moe-token-drop-policy``,
@@ -12,25 +16,25 @@ Names and meanings follow DESIGN.md's ``/api/moe`` contract and Megatron-LM's Mo
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from app.params import (DTYPE_TEXTS, AlphaUs, Control, Dtype, GpusPerNode, Hidden,
-                        InterNodeGBs, IntraNodeGBs, Invalid, SceneParams, Seed, Tokens, multiples_near,
-                        suggest)
+from app.param_groups import HiddenField, NetworkGroup
+from app.params import (DTYPE_TEXTS, Control, Dtype, Invalid, Renamed, Seed, Tokens,
+                        multiples_near, suggest)
 
 MAX_CELLS = 131072
 """Bound on the numbers a trace carries in JSON: logits (T·E), token vectors and outputs
-(2·T·hidden), top-k lists (2·T·k). About 2.5 MB of JSON at most; the simulation itself stays
+(2·T·token_width), top-k lists (2·T·k). About 2.5 MB of JSON at most; the simulation itself stays
 well under 100 ms."""
 
 MAX_DENSE_WORK = 2**22
-"""Bound on tokens · experts · hidden², the work of the dense reference (every expert on every
-token: 4·T·E·hidden² multiply-adds, about 10 ms at the bound on one core)."""
+"""Bound on tokens · experts · token_width², the work of the dense reference (every expert on
+every token: 4·T·E·token_width² multiply-adds, about 10 ms at the bound on one core)."""
 
 MAX_EXPERT_WEIGHTS = 2_500_000
-"""Bound on the experts' weights (E · 2 · hidden · 2·hidden, float64: 20 MB)."""
+"""Bound on the experts' weights (E · 2 · token_width · 2·token_width, float64: 20 MB)."""
 
 RoutedTokens = Annotated[int, Field(ge=1, le=4096,
                                     description="tokens routed through the layer (T)")]
@@ -43,7 +47,7 @@ LossCoeff = Annotated[float, Field(ge=0, le=1, description="coefficient of a rou
 Skew = Annotated[float, Field(ge=0, le=8,
                               description="how strongly the seeded router prefers the first "
                                           "experts (0: not at all)")]
-TokenHidden = Annotated[int, Field(ge=1, le=64,
+TokenWidth = Annotated[int, Field(ge=1, le=64,
                                    description="width of the token vectors routed for real")]
 RouterSteps = Annotated[int, Field(ge=0, le=32,
                                    description="router training steps shown per balancing method")]
@@ -56,7 +60,16 @@ DropPolicy = Literal["probs", "position"]
 RouterKind = Literal["softmax_topk", "topk_softmax"]
 
 
-class MoeParams(SceneParams):
+RENAMED = Renamed({"hidden": "token_width", "cost_hidden": "hidden"})
+"""The names this scene's query had before the parameter groups."""
+
+
+class MoeParams(NetworkGroup):
+    """The routed layer computed for real (tokens, experts, router, capacity, ep, token_width)
+    and its all-to-all at a real model's scale (hidden, cost_tokens, dtype, the network group)."""
+
+    renamed: ClassVar[Renamed] = RENAMED
+
     # T: tokens routed through the layer (all ranks together)
     tokens: Annotated[RoutedTokens, Control("Tokens T", kind="number",
         help="Routed through the layer, all ranks together (a multiple of ep).")] = 16
@@ -95,7 +108,7 @@ class MoeParams(SceneParams):
     skew: Annotated[Skew, Control("Router skew", bounds=(0, 8), step=0.25,
         help="Adds skew · b to the logits, b falling from +1 (expert 0) to −1 (the last): the router prefers the first experts.")] = 1.0
     # width of the token vectors and the experts' input
-    hidden: Annotated[TokenHidden, Control("Token width",
+    token_width: Annotated[TokenWidth, Control("Token width",
         help="Numbers per token vector, routed and computed for real.")] = 8
     # seed of the tokens, the router and the experts
     seed: Annotated[Seed, Control("Seed", kind="number")] = 0
@@ -108,23 +121,13 @@ class MoeParams(SceneParams):
     # γ of the aux-loss-free bias update
     bias_rate: Annotated[BiasRate, Control("Bias update speed γ", bounds=(0, 1), step=0.01,
         help="Auxiliary-loss-free balancing (DeepSeek-V3 used 0.001).")] = 0.1
-    # hidden size of the model whose all-to-all is timed
-    cost_hidden: Annotated[Hidden, Control("Model hidden size", kind="number",
-        help="Width of the dispatched activations.")] = 4096
+    # hidden size of the model whose all-to-all is timed: the dispatched activations' width
+    hidden: HiddenField = 4096
     # tokens per rank per micro-batch in that model
     cost_tokens: Annotated[Tokens, Control("Tokens per rank", kind="number",
         help="Per micro-batch, the routing above scaled to them.")] = 4096
     # element type of the dispatched activations
     dtype: Annotated[Dtype, Control("Element type", kind="choice", widget="select", options=DTYPE_TEXTS)] = "bf16"
-    # α: latency of one message
-    alpha_us: Annotated[AlphaUs, Control("Latency α (µs)", kind="number", step=0.5)] = 5.0
-    # β⁻¹ inside a node (NVLink)
-    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink (GB/s)", kind="number", step=0.1)] = 300.0
-    # β⁻¹ between nodes (InfiniBand)
-    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand (GB/s)", kind="number", step=0.1)] = 50.0
-    # ranks per node
-    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
-                                          options=(1, 2, 4, 8, 16, 32, 64))] = 8
 
     @model_validator(mode="after")
     def _consistent(self) -> MoeParams:
@@ -136,23 +139,25 @@ class MoeParams(SceneParams):
         if self.tokens % self.ep:
             raise Invalid("tokens", f"ep ({self.ep}) must divide tokens ({self.tokens})"
                                     f"{suggest(self, 'tokens', multiples_near(self.tokens, self.ep, 4096))}")
-        cells = (self.tokens * self.experts + 2 * self.tokens * self.hidden
+        cells = (self.tokens * self.experts + 2 * self.tokens * self.token_width
                  + 2 * self.tokens * self.top_k)
         if cells > MAX_CELLS:
-            raise Invalid("tokens", f"tokens × (experts + 2·hidden + 2·top_k) ({self.tokens} × "
-                                    f"{self.experts + 2 * self.hidden + 2 * self.top_k} = "
+            raise Invalid("tokens", f"tokens × (experts + 2·token_width + 2·top_k) "
+                                    f"({self.tokens} × "
+                                    f"{self.experts + 2 * self.token_width + 2 * self.top_k} = "
                                     f"{cells:,}) must be at most {MAX_CELLS:,} — use fewer "
-                                    f"tokens, experts or a smaller hidden")
-        weights = self.experts * 4 * self.hidden ** 2
+                                    f"tokens, experts or a smaller token_width")
+        weights = self.experts * 4 * self.token_width ** 2
         if weights > MAX_EXPERT_WEIGHTS:
-            raise Invalid("hidden", f"experts × 4·hidden² ({self.experts} × "
-                                    f"{4 * self.hidden ** 2} = {weights:,}) must be at most "
-                                    f"{MAX_EXPERT_WEIGHTS:,} expert weights — use a smaller "
-                                    f"hidden")
-        work = self.tokens * self.experts * self.hidden ** 2
+            raise Invalid("token_width", f"experts × 4·token_width² ({self.experts} × "
+                                         f"{4 * self.token_width ** 2} = {weights:,}) must be at "
+                                         f"most {MAX_EXPERT_WEIGHTS:,} expert weights — use a "
+                                         f"smaller token_width")
+        work = self.tokens * self.experts * self.token_width ** 2
         if work > MAX_DENSE_WORK:
-            raise Invalid("hidden", f"tokens × experts × hidden² ({self.tokens} × "
-                                    f"{self.experts} × {self.hidden}² = {work:,}) must be at "
-                                    f"most {MAX_DENSE_WORK:,} (the dense reference runs every "
-                                    f"expert on every token) — use a smaller hidden")
+            raise Invalid("token_width", f"tokens × experts × token_width² ({self.tokens} × "
+                                         f"{self.experts} × {self.token_width}² = {work:,}) must "
+                                         f"be at most {MAX_DENSE_WORK:,} (the dense reference runs "
+                                         f"every expert on every token) — use a smaller "
+                                         f"token_width")
         return self

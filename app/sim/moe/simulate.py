@@ -86,7 +86,7 @@ class MoeTrace:
 
 def simulate(p: MoeParams) -> MoeTrace:
     # 1. tokens, router logits, top-k choice
-    inputs = make_inputs(p.tokens, p.experts, p.hidden, p.seed)
+    inputs = make_inputs(p.tokens, p.experts, p.token_width, p.seed)
     logits = router_logits(inputs, p.skew)
     routing = route(logits, p.top_k, p.router)
     # 2. capacity per expert per rank, drops
@@ -104,7 +104,7 @@ def simulate(p: MoeParams) -> MoeTrace:
     run = run_expert_parallel(inputs.x, inputs.w_in, inputs.w_out, routing.experts,
                               routing.weights, drops.kept, p.ep)
     links = cost.Links(p.alpha_us, p.intra_node_gbs, p.inter_node_gbs, p.gpus_per_node)
-    row_bytes = p.cost_hidden * cost.BYTES_PER_ELEMENT[p.dtype] * p.cost_tokens / (p.tokens // p.ep)
+    row_bytes = p.hidden * cost.BYTES_PER_ELEMENT[p.dtype] * p.cost_tokens / (p.tokens // p.ep)
     a2a = layer_cost(matrix, row_bytes, links)
     frames = captions.frames(p, logits, routing, drops, matrix, run, aux, zl, a2a)
     return MoeTrace(p, inputs, logits, routing, drops, matrix, run, aux, zl, a2a, training,

@@ -20,7 +20,7 @@ from app.params import (
     Steps,
     WeightDecay,
 )
-from app.sim.optimizer.simulate import SIMULATED, divergence
+from app.sim.optimizer.problem import SIMULATED, divergence
 
 VectorSize = Annotated[int, Field(ge=2, le=12, description="parameters in the vector")]
 Decay = Annotated[float, Field(ge=0, lt=1, description="a decay rate in [0, 1)")]

@@ -9,26 +9,14 @@ same ranks as an ``tp · ep · dp' · pp`` mesh with ``cp · dp = ep · dp'``, l
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field, model_validator
 
-from app.sim.models import PRESETS
-from app.params import (
-    Control,
-    Dp,
-    GpusPerNode,
-    InterNodeGBs,
-    IntraNodeGBs,
-    Invalid,
-    MicroBatch,
-    Microbatches,
-    ModelPreset,
-    Pp,
-    SceneParams,
-    Seq,
-    Tp,
-)
+from app.catalog.models import PRESETS
+from app.param_groups import (GpusPerNodeField, InfinibandField, MicroBatchField, NvlinkField,
+                              PresetField, SeqField)
+from app.params import Control, Dp, Invalid, Microbatches, Pp, Renamed, SceneParams, Tp
 
 AXES: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """The five parallel axes (Megatron-LM's names)."""
@@ -60,7 +48,18 @@ def _size(label: str, size_type, help: str) -> Control:
     return Control(label, kind="values", values=powers_of_two(high), help=help)
 
 
+RENAMED = Renamed({"model": "preset"})
+"""The model was ``model`` here before the parameter groups; every other scene calls it
+``preset``."""
+
+
 class ParallelismParams(SceneParams):
+    """The five sizes and the rank order, the nodes, and the model whose traffic is counted
+    (preset, seq, micro_batch of the model shape group; the network group's links, without α:
+    the panel counts bytes and their time at link speed)."""
+
+    renamed: ClassVar[Renamed] = RENAMED
+
     # tensor-parallel size: splits every weight matrix
     tp: Annotated[Tp, _size("Tensor parallel tp", Tp, "Splits every weight matrix.")] = 2
     # context-parallel size: splits the sequence
@@ -74,8 +73,7 @@ class ParallelismParams(SceneParams):
     ep: Annotated[Ep, _size("Expert parallel ep", Ep, "Carved out of dp·cp (must divide it and "
                                                  "the experts).")] = 2
     # GPUs in one node: ranks r // gpus_per_node share a node
-    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
-                                          help="Rank r runs on node r // gpus_per_node.")] = 4
+    gpus_per_node: GpusPerNodeField = 4
     # Megatron-LM's rank order, fastest-varying axis first
     order: Annotated[Order, Control(
         "Order (fastest first)", kind="text",
@@ -84,17 +82,16 @@ class ParallelismParams(SceneParams):
         help="tp, cp, ep, dp and pp once each, joined by “-”. Megatron-LM's default "
              "tp-cp-ep-dp-pp keeps consecutive ranks in one TP group.")] = "tp-cp-ep-dp-pp"
     # the model whose traffic the panel counts
-    model: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "llama3-8b"
+    preset: PresetField = "llama3-8b"
     # experts per MoE layer (each the preset's MLP); 1: dense
     experts: Annotated[Experts, _size("Experts per MoE layer", Experts, "1: a dense model (no EP "
                                                                       "traffic).")] = 8
     # experts per token: what the EP all-to-all carries
     top_k: Annotated[TopK, Control("Top-k", help="Experts each token goes to.")] = 2
     # tokens of one sequence
-    seq: Annotated[Seq, Control("Sequence s", kind="choice", widget="select",
-                             options=(1024, 2048, 4096, 8192, 16384, 32768, 131072))] = 4096
+    seq: SeqField = 4096
     # sequences in one micro-batch
-    micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="number")] = 1
+    micro_batch: MicroBatchField = 1
     # micro-batches per step (activations move once each)
     microbatches: Annotated[Microbatches, Control("Micro-batches per step m", kind="number")] = 8
     # Megatron's SP: TP all-reduce → all-gather + reduce-scatter
@@ -102,11 +99,9 @@ class ParallelismParams(SceneParams):
         "Sequence parallelism", kind="flag",
         help="TP's all-reduces become all-gathers + reduce-scatters (same bytes).")] = True
     # NVLink per GPU (H100 ≈ 450 GB/s each way)
-    intra_node_gbs: Annotated[IntraNodeGBs, Control("NVLink GB/s per GPU", kind="number",
-                                                    step=0.1)] = 450.0
+    intra_node_gbs: NvlinkField = 450.0
     # InfiniBand per GPU (400 Gb/s ≈ 50 GB/s)
-    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand GB/s per GPU", kind="number",
-                                                    step=0.1)] = 50.0
+    inter_node_gbs: InfinibandField = 50.0
 
     @property
     def world(self) -> int:
@@ -134,11 +129,11 @@ class ParallelismParams(SceneParams):
                     ([f"misses {', '.join(missing)}"] if missing else [])
             raise Invalid("order", f'order "{self.order}" {" and ".join(parts)}: name each of '
                                    f'{", ".join(AXES)} once, fastest-varying first')
-        shape = PRESETS[self.model]          # TP splits the heads of the model it counts
+        shape = PRESETS[self.preset]         # TP splits the heads of the model it counts
         for name, count in (("heads", shape.heads), ("kv_heads", shape.kv_heads)):
             if count % self.tp:
                 raise Invalid("tp", f"tp ({self.tp}) must divide {name} ({count}) of "
-                                    f"{self.model}: each TP rank computes whole heads")
+                                    f"{self.preset}: each TP rank computes whole heads")
         if self.world > MAX_WORLD:
             raise Invalid("dp", f"world = tp·cp·dp·pp = {self.tp}·{self.cp}·{self.dp}·{self.pp}"
                                 f" = {self.world:,} must be at most {MAX_WORLD:,} ranks on this "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.parallelism.traffic import Flow
 
 
@@ -42,7 +42,7 @@ class Strategy:
 
 
 def strategies(params, flows: tuple[Flow, ...]) -> tuple[Strategy, ...]:
-    model = PRESETS[params.model]
+    model = PRESETS[params.preset]
     h, f, L = model.hidden, model.ffn, model.layers
     b, s = params.micro_batch, params.seq
     sent = {fl.group: fl.bytes_per_step for fl in flows}

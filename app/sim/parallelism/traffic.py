@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.parallelism.layout import Layout
 
 BYTES = 2
@@ -60,14 +60,14 @@ class Flow:
 
 
 def stage_layers(params) -> int:
-    return ceil(PRESETS[params.model].layers / params.pp)
+    return ceil(PRESETS[params.preset].layers / params.pp)
 
 
 def grad_bytes(params) -> tuple[int, int]:
     """(dense, expert) gradient bytes one rank holds on the busiest stage: its TP shard of the
     stage's layers (the MLP replaced by experts/ep experts when experts > 1) plus the larger of
     the first stage's and the last stage's own tensors."""
-    model = PRESETS[params.model]
+    model = PRESETS[params.preset]
     layer = [(t.name, t.numel) for t in model.tensors() if t.place == "layer"]
     mlp = sum(n for name, n in layer if name.startswith(MLP_NAMES))
     rest = sum(n for _, n in layer) - mlp
@@ -84,7 +84,7 @@ def grad_bytes(params) -> tuple[int, int]:
 def flows(params, layout: Layout | None = None) -> tuple[Flow, ...]:
     """Traffic of every group kind of size > 1, in the order tp, cp, ep, pp, dp, edp."""
     layout = layout or Layout.of(params)
-    model = PRESETS[params.model]
+    model = PRESETS[params.preset]
     t, c, e, p = params.tp, params.cp, params.ep, params.pp
     b, m, L = params.micro_batch, params.microbatches, stage_layers(params)
     tokens = b * params.seq // c                             # tokens one CP rank holds

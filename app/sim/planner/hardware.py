@@ -1,12 +1,10 @@
 """The GPUs the planner knows and the efficiencies its cost model assumes, with their sources.
 
-Peak dense BF16 (no sparsity) from the vendors' data sheets: A100 312 TFLOP/s, H100 SXM 989,
-H800 989 (the H100 die for export markets: the same tensor cores and HBM, NVLink cut to 400
-GB/s both ways, 200 each way — DeepSeek-V3 §3.1 measures 160 GB/s of it, 0.8 × 200 as NCCL's
-efficiency below), H200 989, MI300X 1307. Dense FP8: H100, H800 and H200 1979, MI300X 2615; the
-A100 has no FP8 tensor cores. HBM bandwidth: A100 40 GB 1.555 TB/s, A100 80 GB 2.039, H100 SXM
-and H800 3.35, H200 4.8, MI300X 5.3. Memory capacities are chapter 1's
-(:data:`app.sim.memory.fit.GPUS`).
+Peak dense BF16, HBM and NVLink bandwidth and memory capacity are the GPUs' data sheets, kept
+with the other shared model data in :data:`app.catalog.gpus.GPUS` (the H800 is the H100 die for
+export markets: the same tensor cores and HBM, NVLink cut to 400 GB/s both ways, 200 each way —
+DeepSeek-V3 §3.1 measures 160 GB/s of it, 0.8 × 200 as NCCL's efficiency below). Dense FP8
+(data sheets): H100, H800 and H200 1979 TFLOP/s, MI300X 2615; the A100 has no FP8 tensor cores.
 
 Achievable fractions (the uncertain part, each a measurement, not a fit to the planner's tests):
 
@@ -29,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.memory.fit import GPUS as MEMORY_GPUS
+from app.catalog.gpus import GPUS
 
 
 @dataclass(frozen=True)
@@ -45,18 +43,19 @@ class GpuSpec:
     fp8_tflops: float = 0.0  # dense FP8 peak (0: no FP8 tensor cores)
 
 
-def _spec(key, peak, hbm, gemm, attention, nvlink, fp8=0.0) -> GpuSpec:
-    g = MEMORY_GPUS[key]
-    return GpuSpec(key, g.name, g.capacity, peak, hbm, gemm, attention, nvlink, fp8)
+def _spec(key, gemm, attention, fp8=0.0) -> GpuSpec:
+    g = GPUS[key]
+    return GpuSpec(key, g.name, g.capacity, g.peak_tflops, g.hbm_tbs, gemm, attention,
+                   g.nvlink_gbs, fp8)
 
 
 GPU_SPECS: dict[str, GpuSpec] = {s.key: s for s in (
-    _spec("a100-40", 312, 1.555, 0.64, 0.45, 300),
-    _spec("a100-80", 312, 2.039, 0.64, 0.45, 300),
-    _spec("h100-80", 989, 3.35, 0.56, 0.30, 450, 1979),
-    _spec("h800-80", 989, 3.35, 0.56, 0.30, 200, 1979),
-    _spec("h200-141", 989, 4.8, 0.58, 0.32, 450, 1979),
-    _spec("mi300x-192", 1307, 5.3, 0.40, 0.25, 448, 2615),
+    _spec("a100-40", 0.64, 0.45),
+    _spec("a100-80", 0.64, 0.45),
+    _spec("h100-80", 0.56, 0.30, 1979),
+    _spec("h800-80", 0.56, 0.30, 1979),
+    _spec("h200-141", 0.58, 0.32, 1979),
+    _spec("mi300x-192", 0.40, 0.25, 2615),
 )}
 
 HBM_EFFICIENCY = 0.85

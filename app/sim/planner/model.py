@@ -1,4 +1,4 @@
-"""The model as the planner sees it: a dense preset or shape (:mod:`app.sim.models`) or an MoE
+"""The model as the planner sees it: a dense preset or shape (:mod:`app.catalog.models`) or an MoE
 preset (:mod:`app.sim.moe.presets`), reduced to what memory and time need — per-layer matmul
 parameters (what tensor parallelism splits), routed experts (what expert parallelism splits),
 the embedding and output head, and the activation shape of chapter 1's ledger.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.sim.memory.activations import LayerShape
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 from app.sim.moe.presets import MoeModel
 
 

@@ -7,12 +7,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from app.params import (
-    GPU_TEXTS,
-    Control, Ffn, GpuModel, GpusPerNode, Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid,
-    KvHeads, Layers, MicroBatch, Pp, Recompute, SceneParams, Seq, Tp, Vocab, ZeroStage,
-)
-from app.sim.models import PRESETS, resolve
+from app.catalog.models import PRESETS
+from app.param_groups import (GpuField, GpusPerNodeField, InfinibandField, NvlinkField, SeqField,
+                              ShapeSizes, shape_problem)
+from app.params import AlphaUs, Control, Invalid, MicroBatch, Pp, Recompute, Tp, ZeroStage
 from app.sim.moe.presets import PRESETS as MOE_PRESETS
 from app.sim.planner.cost import Cluster
 from app.sim.planner.hardware import GPU_SPECS
@@ -24,33 +22,32 @@ Gpus = Annotated[int, Field(ge=1, le=16384, description="GPUs in the cluster (th
 GlobalBatch = Annotated[int, Field(ge=1, le=65536, description="sequences per training step")]
 Cp = Annotated[int, Field(ge=1, le=64, description="context-parallel size")]
 Ep = Annotated[int, Field(ge=1, le=256, description="expert-parallel size")]
-AlphaUs = Annotated[float, Field(ge=0, le=1000, description="latency per message, µs")]
 
 
-class PlannerParams(SceneParams):
-    # a dense or MoE preset; shape fields override dense ones
-    preset: Annotated[PlannerPreset, Control("Model", kind="choice", widget="select")] = "llama3-70b"
-    layers: Annotated[Layers | None, Control("Layers L", kind="number")] = None
-    hidden: Annotated[Hidden | None, Control("Hidden h", kind="number")] = None
-    heads: Annotated[Heads | None, Control("Heads a", kind="number")] = None
-    kv_heads: Annotated[KvHeads | None, Control("KV heads", kind="number")] = None
-    ffn: Annotated[Ffn | None, Control("MLP size", kind="number")] = None
-    vocab: Annotated[Vocab | None, Control("Vocabulary V", kind="number")] = None
-    seq: Annotated[Seq, Control("Sequence s", kind="number")] = 8192   # tokens per sequence
-    gpus: Annotated[Gpus, Control("GPUs", kind="number")] = 512         # the world
+class PlannerParams(ShapeSizes):
+    """The model shape group's sizes (ShapeSizes; no micro_batch: here it is a pin of the
+    search) over a dense or MoE preset, the GPU, the network group's links (with a latency per link), the batch
+    and the optional pins."""
+
+    # a dense or MoE preset; shape fields override dense ones (its own field: the other scenes'
+    # presets are the dense ones of app.catalog.models)
+    preset: Annotated[PlannerPreset, Control(
+        "Model", kind="choice", widget="select",
+        help="A dense preset (its sizes below override it) or an MoE one.")] = "llama3-70b"
+    # tokens per sequence
+    seq: SeqField = 8192
+    # the world
+    gpus: Annotated[Gpus, Control("GPUs", kind="number")] = 512
     # GPU type: memory and dense BF16 peak
-    gpu: Annotated[GpuModel, Control("GPU", kind="choice", widget="select", options=GPU_TEXTS)] = "h100-80"
+    gpu: GpuField = "h100-80"
     # one NVLink domain
-    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="number")] = 8
+    gpus_per_node: GpusPerNodeField = 8
     # sequences per step
     global_batch: Annotated[GlobalBatch, Control("Global batch (sequences)", kind="number")] = 1024
-    # NVLink per GPU, one direction, GB/s (empty: the GPU's own)
-    intra_node_gbs: Annotated[IntraNodeGBs | None, Control(
-        "NVLink GB/s per GPU", kind="number", step="any",
-        help="Each way. Empty: the GPU's own (A100 300, H100 and H200 450, H800 200).")] = None
-    # InfiniBand per GPU (400 Gb/s), GB/s
-    inter_node_gbs: Annotated[InterNodeGBs, Control("InfiniBand GB/s per GPU", kind="number",
-                                                    step="any")] = 50.0
+    # NVLink per GPU, one direction (H100 450 GB/s; the H800's is 200, A100's 300)
+    intra_node_gbs: NvlinkField = 450.0
+    # InfiniBand per GPU (400 Gb/s ≈ 50 GB/s)
+    inter_node_gbs: InfinibandField = 50.0
     intra_alpha_us: AlphaUs = 5.0          # NVLink latency per message
     inter_alpha_us: AlphaUs = 10.0         # InfiniBand latency per message
     # optional pins: restrict the search
@@ -105,12 +102,9 @@ class PlannerParams(SceneParams):
                     raise Invalid(name, f"{name} overrides apply to dense presets only "
                                         f"({self.preset} is an MoE preset)")
         elif self.heads is not None or self.kv_heads is not None or self.hidden is not None:
-            m = self.shape()
-            if m.hidden % m.heads:
-                raise Invalid("heads", f"heads ({m.heads}) must divide hidden ({m.hidden})")
-            if m.heads % m.kv_heads:
-                raise Invalid("kv_heads", f"kv_heads ({m.kv_heads}) must divide heads "
-                                          f"({m.heads})")
+            problem = shape_problem(self, self.shape())
+            if problem is not None:
+                raise problem
         if self.ep not in (None, 1) and self.preset not in MOE_PRESETS:
             raise Invalid("ep", f"ep ({self.ep}) needs an MoE preset: {self.preset} is dense")
         if self.node_limit is not None and self.preset not in MOE_PRESETS:
@@ -122,10 +116,6 @@ class PlannerParams(SceneParams):
                                         f"and MI300X do)")
         return self
 
-    def shape(self):
-        return resolve(self.preset, layers=self.layers, hidden=self.hidden, heads=self.heads,
-                       kv_heads=self.kv_heads, ffn=self.ffn, vocab=self.vocab, seq=self.seq)
-
     def plan_model(self) -> PlanModel:
         if self.preset in MOE_PRESETS:
             model = from_moe(self.preset, MOE_PRESETS[self.preset], self.seq)
@@ -135,7 +125,7 @@ class PlannerParams(SceneParams):
 
     def cluster(self) -> Cluster:
         gpu = GPU_SPECS[self.gpu]
-        return Cluster(gpu, self.gpus, self.gpus_per_node, self.intra_node_gbs or gpu.nvlink_gbs,
+        return Cluster(gpu, self.gpus, self.gpus_per_node, self.intra_node_gbs,
                        self.inter_node_gbs, self.intra_alpha_us, self.inter_alpha_us,
                        grad_overlap=self.grad_overlap, gemm_dtype=self.gemm_dtype,
                        node_limit=self.node_limit)

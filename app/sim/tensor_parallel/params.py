@@ -7,22 +7,14 @@ from typing import Annotated, Literal
 
 from pydantic import model_validator
 
+from app.param_groups import GpuTflopsField, MicroBatchField, NetworkGroup, PresetField, SeqField
 from app.params import (
-    AlphaUs,
     Control,
     Ffn,
-    GpusPerNode,
-    GpuTflops,
     Heads,
     Hidden,
-    InterNodeGBs,
-    IntraNodeGBs,
     Invalid,
-    MicroBatch,
-    ModelPreset,
-    SceneParams,
     Seed,
-    Seq,
     Tokens,
     Tp,
     Vocab,
@@ -40,7 +32,12 @@ half a second (the largest, 16 ranks each with a 128 × 128 partial sum, answers
 in about 0.25 s)."""
 
 
-class TensorParallelParams(SceneParams):
+class TensorParallelParams(NetworkGroup):
+    """The worked example's block and sizes — ``hidden``, ``ffn``, ``heads`` and ``vocab`` are
+    its own, as DESIGN.md's /api/tensor-parallel contract names them — and the real model at
+    scale (preset, seq, micro_batch of the model shape group, the GPU's throughput, the network
+    group)."""
+
     # which Megatron-LM block runs on the ranks
     block: Annotated[Block, Control(
         "Block", kind="choice",
@@ -81,32 +78,13 @@ class TensorParallelParams(SceneParams):
              "(exact sums), one-decimal numbers for the others.",
         kind="number")] = 0
     # the real model of the at-scale panels
-    preset: Annotated[ModelPreset, Control("Model", kind="choice", widget="select")] = "gpt3-175b"
+    preset: PresetField = "gpt3-175b"
     # s, sequence length at scale (GPT-3's)
-    seq: Annotated[Seq, Control("Sequence length s", kind="choice", widget="select")] = 2048
+    seq: SeqField = 2048
     # b at scale
-    micro_batch: Annotated[MicroBatch, Control("Micro-batch b", kind="choice", widget="select",
-                                                options=(1, 2, 4, 8, 16))] = 1
-    # α: latency of one message
-    alpha_us: Annotated[AlphaUs, Control(
-        "Latency α", help="Fixed cost of every message.", unit="µs", bounds=(0, 50),
-        step=0.5)] = 5.0
-    # NVLink inside a node (A100 ≈ 300 GB/s)
-    intra_node_gbs: Annotated[IntraNodeGBs, Control(
-        "NVLink", help="Bandwidth between GPUs of one node.", unit="GB/s",
-        bounds=(10, 1000), step=10)] = 300.0
-    # InfiniBand between nodes (400 Gb/s ≈ 50 GB/s)
-    inter_node_gbs: Annotated[InterNodeGBs, Control(
-        "InfiniBand", help="Bandwidth between nodes (400 Gb/s ≈ 50 GB/s).", unit="GB/s",
-        bounds=(1, 400))] = 50.0
-    # GPUs one NVLink domain holds
-    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
-                                          options=(1, 2, 4, 8, 16, 32, 64))] = 8
+    micro_batch: MicroBatchField = 1
     # sustained bf16 matmul rate (PTD-P: 163 on A100)
-    gpu_tflops: Annotated[GpuTflops, Control(
-        "GPU throughput",
-        help="Sustained bf16 matmul rate (A100 in PTD-P: 163; H100 ≈ 400–600).",
-        unit="TFLOP/s", bounds=(20, 1000), step=10)] = 160.0
+    gpu_tflops: GpuTflopsField = 160.0
 
     @model_validator(mode="after")
     def _consistent(self) -> TensorParallelParams:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from app.sim.memory import activations
 from app.sim.collectives.cost import Links, collective_time_us
 from app.sim.flops import layer_forward_flops
-from app.sim.models import ModelShape
+from app.catalog.models import ModelShape
 
 BYTES_PER_ACTIVATION = 2
 """16-bit activations (Korthikanti's assumption)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from app.sim.models import PRESETS
+from app.catalog.models import PRESETS
 from app.sim.tensor_parallel.blocks import column_block, row_block
 from app.sim.tensor_parallel.embedding import embedding_block
 from app.sim.tensor_parallel.inputs import PRIMARY_WEIGHT, BlockInputs, make_inputs

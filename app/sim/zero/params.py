@@ -7,26 +7,19 @@ from typing import Annotated
 
 from pydantic import model_validator
 
+from app.param_groups import GpuTflopsField, MicroBatchField, NetworkGroup, SeqField
 from app.params import (
-    AlphaUs,
     Control,
     CpuMemGBs,
     Dp,
-    GpusPerNode,
-    GpuTflops,
-    InterNodeGBs,
-    IntraNodeGBs,
     Invalid,
-    MicroBatch,
     MlpLayers,
     MlpWidth,
     NvmeGBs,
     Offload,
     ParamCount,
     PcieGBs,
-    SceneParams,
     Seed,
-    Seq,
     TrainSteps,
     ZeroStage,
 )
@@ -34,7 +27,10 @@ from app.sim.data_parallel.training import too_much
 from app.sim.tiny_mlp import TinyMLP
 
 
-class ZeroParams(SceneParams):
+class ZeroParams(NetworkGroup):
+    """The stage and its ranks, the tiny MLP trained for real, the real model timed (Ψ, seq,
+    micro_batch, the GPU's throughput), offload and the network group."""
+
     # 0 DDP, 1 shard optimizer states, 2 + gradients, 3 + parameters
     stage: Annotated[ZeroStage, Control(
         "ZeRO stage", kind="choice",
@@ -55,21 +51,18 @@ class ZeroParams(SceneParams):
     mlp_width: Annotated[MlpWidth, Control(
         "Width", help="width² + width parameters per layer.")] = 2
     # samples per rank and step (sequences, for the real model)
-    micro_batch: Annotated[MicroBatch, Control("Micro-batch per rank", bounds=(1, 16))] = 2
+    micro_batch: MicroBatchField = 2
     # Ψ of the real model (ZeRO paper's 7.5 B example)
     param_count: Annotated[ParamCount, Control("Parameters Ψ", kind="choice", widget="select")] = 7_500_000_000
     # tokens per sequence of the real model
-    seq: Annotated[Seq, Control("Sequence length", kind="choice", widget="select",
-                             options=(512, 1024, 2048, 4096, 8192))] = 2048
+    seq: SeqField = 2048
     # none, cpu (ZeRO-Offload) or nvme (ZeRO-Infinity)
     offload: Annotated[Offload, Control(
         "Offload", kind="choice",
         options={"none": "none", "cpu": "CPU (ZeRO-Offload)", "nvme": "NVMe (ZeRO-Infinity)"},
         help="DeepSpeed offloads to the CPU from stage 1, to NVMe at stage 3 only.")] = "none"
     # achieved per GPU (A100: ~50 % of 312)
-    gpu_tflops: Annotated[GpuTflops, Control(
-        "GPU throughput", help="Achieved, not peak.", unit="TFLOP/s", bounds=(10, 1000),
-        step=10)] = 150.0
+    gpu_tflops: GpuTflopsField = 150.0
     # host ↔ GPU (PCIe 4.0 x16 ≈ 25 GB/s in practice)
     pcie_gbs: Annotated[PcieGBs, Control(
         "PCIe", help="Host ↔ GPU, per GPU.", unit="GB/s", bounds=(1, 64))] = 25.0
@@ -80,17 +73,6 @@ class ZeroParams(SceneParams):
     cpu_mem_gbs: Annotated[CpuMemGBs, Control(
         "Host memory", help="What one GPU's CPU Adam gets.", unit="GB/s", bounds=(5, 400),
         step=5)] = 50.0
-    # α: latency of one message
-    alpha_us: Annotated[AlphaUs, Control("Latency α", unit="µs", bounds=(0, 50), step=0.5)] = 5.0
-    # NVLink inside a node
-    intra_node_gbs: Annotated[IntraNodeGBs, Control(
-        "NVLink", unit="GB/s", bounds=(10, 1000), step=10)] = 300.0
-    # InfiniBand between nodes (400 Gb/s)
-    inter_node_gbs: Annotated[InterNodeGBs, Control(
-        "InfiniBand", unit="GB/s", bounds=(1, 400))] = 50.0
-    # ranks per node
-    gpus_per_node: Annotated[GpusPerNode, Control("GPUs per node", kind="choice", widget="select",
-                                          options=(1, 2, 4, 8, 16))] = 8
 
     @model_validator(mode="after")
     def _consistent(self) -> ZeroParams:

@@ -10,6 +10,7 @@ Table 3). The counts come out at 124 M, 175 B, 8.0 B, 70.6 B and 405.9 B.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 
 
@@ -136,13 +137,21 @@ PRESETS: dict[str, ModelShape] = {m.name: m for m in (
 )}
 
 
+PRESET_TEXTS = {"gpt2": "GPT-2 124M", "gpt3-175b": "GPT-3 175B", "llama3-8b": "Llama-3 8B",
+                "llama3-70b": "Llama-3 70B", "llama3-405b": "Llama-3 405B"}
+"""A preset's option text on the pages."""
+
+
+@lru_cache(maxsize=512)
 def resolve(preset: str, *, layers: int | None = None, hidden: int | None = None,
             heads: int | None = None, kv_heads: int | None = None, ffn: int | None = None,
             vocab: int | None = None, seq: int | None = None) -> ModelShape:
     """A preset with explicit sizes overriding its own (DESIGN.md: "explicit values override
-    the preset's"). Sizes that follow from others follow them unless given: a GPT's MLP is 4h;
-    a Llama's keeps its ratio to h (rounded to a multiple of 256, as Llama's are); a
-    multi-head model keeps kv_heads = heads, a grouped-query one its own kv_heads."""
+    the preset's") — the one meaning of an empty shape field in every scene. Sizes that follow
+    from others follow them unless given: a GPT's MLP is 4h; a Llama's keeps its ratio to h
+    (rounded to a multiple of 256, as Llama's reference code rounds it); a multi-head model
+    keeps kv_heads = heads, a grouped-query one its own kv_heads while they still divide the
+    heads (else every head gets its own key/value head: never a grouping that cannot be)."""
     base = PRESETS[preset]
     h = hidden or base.hidden
     a = heads or base.heads
@@ -150,6 +159,7 @@ def resolve(preset: str, *, layers: int | None = None, hidden: int | None = None
         ffn = 4 * h if base.family == "gpt" else max(256, round(base.ffn * h / base.hidden
                                                                 / 256) * 256)
     if kv_heads is None:
-        kv_heads = a if base.kv_heads == base.heads else min(base.kv_heads, a)
+        kv_heads = base.kv_heads if base.kv_heads != base.heads and a % base.kv_heads == 0 \
+            else a
     return ModelShape(base.name, base.family, layers or base.layers, h, a, kv_heads, ffn,
                       vocab or base.vocab, seq or base.seq)

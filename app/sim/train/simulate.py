@@ -1,0 +1,120 @@
+"""``/train``: one training step of a 5D mix, rank by rank, as the cost model predicts it — and
+what the real run (workers/train) is compared with.
+
+The trace holds the layout (app.sim.parallelism: the same groups the workers build), every
+rank's events of one step (app.sim.train.program, timed on the calibrated machine), the split
+of the step into compute, exposed communication and bubble (split.py), memory per rank
+(memory.py), the same step predicted on a GPU node for comparison, and the player's frames.
+``to_dict()`` is DESIGN.md's ``/api/train`` contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from app.sim.parallelism.layout import GROUP_KINDS, Layout
+from app.sim.train.cost import Machine
+from app.sim.train.frames import TrainFrame, make_frames
+from app.sim.train.memory import RankMemory, per_rank
+from app.sim.train.model import Shape, param_count
+from app.sim.train.params import GPU, TrainParams
+from app.sim.train.program import ELEMENT_BYTES, program_step
+from app.sim.train.split import mean_split, predicted_split
+
+SPLIT_KEYS = ("step_s", "compute_s", "comm_exposed_s", "bubble_s")
+
+
+def events_of(step) -> list[dict]:
+    """The contract's events from the scheduled tasks (zero-length compute left out)."""
+    out = []
+    for s in step.spans:
+        job = step.meta[s.name]
+        if s.end_us - s.start_us <= 0 and job.lane == "compute":
+            continue
+        e = {"rank": job.rank, "lane": job.lane, "kind": job.kind,
+             "start_s": s.start_us * 1e-6, "dur_s": (s.end_us - s.start_us) * 1e-6}
+        for k in ("group", "microbatch", "stage", "bytes", "peer"):
+            if k in job.meta:
+                e[k] = job.meta[k]
+        out.append(e)
+    out.sort(key=lambda e: (e["start_s"], e["rank"]))
+    return out
+
+
+def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[dict], float]]:
+    """(events, each rank's split, step time) of one step of ``p`` on each machine."""
+    out = []
+    for step in program_step(p, machines):
+        events = events_of(step)
+        out.append((events, predicted_split(events, p.world, step.makespan), step.makespan))
+    return out
+
+
+@dataclass(frozen=True)
+class TrainTrace:
+    params: TrainParams
+    events: tuple[dict, ...]
+    rank_split: tuple[dict, ...]
+    step_s: float
+    gpu_step_s: float
+    gpu_split: dict
+    memory: tuple[RankMemory, ...]
+    frames: tuple[TrainFrame, ...]
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.of(self.params.layout_params())
+
+    @property
+    def predicted(self) -> dict:
+        return mean_split(list(self.rank_split))
+
+    @property
+    def calibration(self) -> dict:
+        p = self.params
+        return {"gflops": p.gflops, "kernel_us": p.kernel_us, "alpha_us": p.alpha_us,
+                "link_gbs": p.link_gbs}
+
+    @property
+    def param_count(self) -> int:
+        return param_count(Shape.of(self.params))
+
+    def to_dict(self) -> dict:
+        p, layout = self.params, self.layout
+        return {
+            "world": p.world,
+            "ranks": layout.rank_rows(),
+            "groups": {k: [list(g) for g in layout.groups(k)] for k in GROUP_KINDS},
+            "events": list(self.events),
+            "predicted": self.predicted,
+            "predicted_per_rank": list(self.rank_split),
+            "calibration": self.calibration,
+            "gpu": {"calibration": GPU, "predicted": self.gpu_split},
+            "param_count": self.param_count,
+            "tokens_per_step": p.batch * p.seq,
+            "bytes_per_element": ELEMENT_BYTES[p.dtype],
+            "memory": [m.to_dict() for m in self.memory],
+            "frames": [f.to_dict() for f in self.frames],
+        }
+
+
+def intro(p: TrainParams, step_s: float) -> str:
+    sizes = " · ".join(f"{n} {getattr(p, n)}" for n in ("tp", "cp", "pp", "dp", "ep")
+                       if getattr(p, n) > 1) or "one rank"
+    moe = f", {p.experts} experts top-{p.top_k}" if p.moe else ""
+    return (f"One training step of a {p.layers}-block GPT (hidden {p.hidden}{moe}) on "
+            f"{p.world} rank{'s' if p.world > 1 else ''}: {sizes}, {p.microbatches} "
+            f"micro-batch{'es' if p.microbatches > 1 else ''} per replica, "
+            f"{'GPipe' if p.schedule == 'gpipe' else '1F1B'}. Each rank has a lane for its "
+            f"compute (F forward, B backward per micro-batch) and one per kind of group it "
+            f"talks in; the faint marks are what is to come. Predicted step: "
+            f"{step_s * 1e3:.3g} ms on the machine below.")
+
+
+def simulate(p: TrainParams) -> TrainTrace:
+    (events, rows, step_s), (_, gpu_rows, gpu_step) = predict(p, Machine.of(p), Machine(**GPU))
+    split = mean_split(rows)
+    frames = make_frames(p, events, step_s, split, intro(p, step_s))
+    return TrainTrace(p, tuple(events), tuple(rows), step_s, gpu_step, mean_split(gpu_rows),
+                      per_rank(p), frames)
