@@ -8,6 +8,7 @@
     shardscope api pipeline --help                             every parameter with its range
     shardscope exercise zero-model-states --seed 7 --answer "41.25 GB"
                                                            a problem; check an answer, --reveal
+    shardscope plan --hf-config config.json --gpus 512        the best mixes for your model
 
 The options of each scene are its params model's fields (``--t-f`` or ``--t_f`` for ``t_f``),
 validated exactly as the query of ``/api/<scene>`` is: a bad value prints the same message as
@@ -127,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     _scene_options(plan, next(s for s in SCENES if s.slug == "planner"))
     plan.add_argument("--json", action="store_true", help="print the /api/planner JSON")
     plan.add_argument("--top", type=int, default=10, help="rows of the table")
+    plan.add_argument("--hf-config", metavar="FILE", default=None,
+                      help="a Hugging Face config.json: its shape fills --layers … --vocab "
+                           "(an MoE config picks the matching MoE preset); explicit options win")
     _scene_parsers(sub, "export", "write a scene as GIF, MP4, PDF, PPTX, HTML or PNG "
                                   "(as GET /export/<scene>.<format>)", SCENES)
     _exercise_parser(sub)
@@ -236,9 +240,42 @@ def _exercise(args: argparse.Namespace) -> int:
     return 0 if verdict is None or verdict["correct"] or args.answer is None else 1
 
 
+def _apply_hf_config(args: argparse.Namespace) -> str | None:
+    """Fill the shape options from a config.json (as POST /api/model-shape reads it), leaving
+    any option given on the command line; the problem in words, or None."""
+    import orjson
+
+    from app.sim.planner.hf_config import MAX_BYTES, ConfigError, shape_of
+    try:
+        with open(args.hf_config, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as error:
+        return f"cannot read {args.hf_config}: {error.strerror}"
+    if len(data) > MAX_BYTES:
+        return f"{args.hf_config} is over {MAX_BYTES:,} bytes: not a config.json"
+    try:
+        answer = shape_of(orjson.loads(data))
+    except orjson.JSONDecodeError:
+        return f"{args.hf_config} is not JSON"
+    except ConfigError as error:
+        return f"{args.hf_config}: {error}"
+    if args.preset is None:
+        args.preset = answer.extra["preset"]
+    if answer.extra["family"] != "moe":
+        for name, value in answer.shape.items():
+            if hasattr(args, name) and getattr(args, name) is None:
+                setattr(args, name, value)
+    return None
+
+
 def _plan(args: argparse.Namespace, scene) -> int:
     """``shardscope plan``: the planner's best mixes as a table, or its JSON."""
     from app.scene import json_of, trace_of
+    if args.hf_config is not None:
+        problem = _apply_hf_config(args)
+        if problem:
+            print(f"shardscope: --hf-config: {problem}", file=sys.stderr)
+            return 2
     try:
         params = _params(scene, args)
     except ParamsError as error:

@@ -19,9 +19,10 @@ from app.course import CHAPTERS, INTROS
 from app.jobs.runner import JobRunner
 from app.routes.ahead import FetchAhead
 from app.routes.answers import KnownAnswers
-from app.sim.planner.simulate import published
 from app.routes.exercises import exercises_router
+from app.sim.planner.ledger import ledger
 from app.routes.export import export_router
+from app.routes.planner import planner_router
 from app.routes.scenes import scene_router
 from app.routes.verify import verify_router
 from app.scenes import (
@@ -164,9 +165,9 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        # the planner's published runs (seven searches, ~0.3 s, the same on every planner
-        # page) are compared before the first request, not during it
-        await run_in_threadpool(published)
+        # the planner's accuracy ledger (every published run searched twice, the same on
+        # every planner page) is computed before the first request, not during it
+        await run_in_threadpool(ledger)
         yield
         runner.shutdown()  # no worker outlives the server
 
@@ -196,6 +197,7 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
     def api_docs():
         return HTMLResponse(render("api_docs.html", embed=False))
 
+    app.include_router(planner_router())  # the accuracy ledger, its page, the config reader
     for scene in SCENES:
         app.include_router(scene_router(scene))
     app.include_router(verify_router(SCENES, runner))

@@ -29,6 +29,26 @@ def _schema(prop: dict) -> dict:
     return schema
 
 
+def _text_allowed(prop: dict) -> str | None:
+    """The allowed form of a free-text parameter (a string schema without an enum) in words:
+    its pattern, its length and its default as an example; None for any other parameter."""
+    inner = next((s for s in prop.get("anyOf", [prop]) if s.get("type") != "null"), prop)
+    if inner.get("type") != "string" or "enum" in inner:
+        return None
+    parts = ["text"]
+    if "pattern" in inner:
+        parts.append(f"matching the pattern {inner['pattern']}")
+    low, high = inner.get("minLength"), inner.get("maxLength")
+    if low is not None and low == high:
+        parts.append(f"of {low} characters")
+    elif low is not None or high is not None:
+        parts.append(f"of {low or 0} to {high if high is not None else 'any number of'} "
+                     "characters")
+    if isinstance(prop.get("default"), str):
+        parts.append(f"such as {prop['default']}")
+    return ", ".join([" ".join(parts[:2])] + parts[2:]) if len(parts) > 1 else "text"
+
+
 def _description(model: type[SceneParams], name: str, prop: dict) -> str:
     """The field's own comment in the model (what it means here), else its type's
     description, then its range in words."""
@@ -37,7 +57,7 @@ def _description(model: type[SceneParams], name: str, prop: dict) -> str:
     spec = control_spec(model, name)
     if spec is not None and spec.help and spec.help != text:
         text = f"{text} — {spec.help}" if text else spec.help
-    allowed = describe(model, name)
+    allowed = _text_allowed(prop) or describe(model, name)
     return f"{text.rstrip('.')}. Allowed: {allowed}." if text else f"Allowed: {allowed}."
 
 

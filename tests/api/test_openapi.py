@@ -61,3 +61,25 @@ def test_the_docs_page_loads_only_from_this_origin(client):
     assert "<script>" not in page.text  # the CSP allows no inline script
     for asset in (s.split("?")[0] for s in sources if "/vendor/swagger-ui/" in s):
         assert client.get(asset).status_code == 200, asset
+
+
+@pytest.mark.parametrize("scene", SCENES, ids=lambda s: s.slug)
+def test_a_text_field_says_its_pattern_not_a_number(spec, scene):
+    """A string parameter's "Allowed:" names what the string must look like (the pattern of
+    its schema, its length), never "a number" — /parallelism's ``order`` is the case."""
+    for p in spec["paths"][f"/api/{scene.slug}"]["get"]["parameters"]:
+        schema = p["schema"]
+        inner = next((s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"))
+        if inner.get("type") != "string" or "enum" in inner:
+            continue
+        allowed = p["description"].split("Allowed:", 1)[1]
+        assert "number" not in allowed and "integer" not in allowed, (p["name"], allowed)
+        if "pattern" in inner:
+            assert inner["pattern"] in allowed, (p["name"], allowed)
+
+
+def test_order_names_its_form(spec):
+    order = next(p for p in spec["paths"]["/api/parallelism"]["get"]["parameters"]
+                 if p["name"] == "order")
+    allowed = order["description"].split("Allowed:", 1)[1]
+    assert "^[a-z]{2}(-[a-z]{2}){4}$" in allowed and "tp-cp-ep-dp-pp" in allowed

@@ -55,7 +55,9 @@ CASES = [
 
 
 def query(case: dict) -> str:
-    return "&".join(f"{k}={v}" for k, v in case.items()) + "&experts=12"
+    # tp 3 needs a model whose heads it divides: GPT-2's 12 (Llama 3 8B has 32)
+    model = "&preset=gpt2" if 32 % case["tp"] else ""
+    return "&".join(f"{k}={v}" for k, v in case.items()) + "&experts=12" + model
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -129,7 +131,12 @@ BAD = [
     ("order=tp-cp-ep-dp-xx", "order", "misses pp"),
     ("dp=3&ep=2&gpus_per_node=6&experts=8", "ep", "ep (2) must divide dp·cp (3)"),
     ("tp=0", "tp", "1"),
-    ("tp=3&dp=2&pp=1&ep=1&gpus_per_node=4", "gpus_per_node", "multiple of gpus_per_node (4)"),
+    ("tp=3&dp=2&pp=1&ep=1&gpus_per_node=4&preset=gpt2", "gpus_per_node",
+     "multiple of gpus_per_node (4)"),
+    # DESIGN principle 5's own example: the TP groups split the heads of the model they count
+    ("tp=3&dp=2&pp=1&ep=1&gpus_per_node=6", "tp", "tp (3) must divide heads (32)"),
+    ("tp=16&dp=2&pp=1&ep=2&gpus_per_node=8", "tp", "tp (16) must divide kv_heads (8)"),
+    ("tp=32&dp=1&pp=1&ep=1&gpus_per_node=8&preset=gpt2", "tp", "tp (32) must divide heads (12)"),
     ("order=tp-cp-pp-ep-dp&dp=2&cp=2&ep=2&seq=4096", "order", "put pp last"),
 ]
 

@@ -44,3 +44,19 @@ def test_nothing_fits_keeps_the_contract(client):
 @pytest.mark.parametrize("path", ["/planner", "/embed/planner", "/svg/planner?frame=2"])
 def test_pages(client, path):
     assert client.get(path).status_code == 200
+
+
+@pytest.mark.parametrize("query", ["preset=deepseek-v3&gpus=2048&global_batch=4096&seq=4096&tp=16",
+                                   "preset=mixtral-8x7b&gpus=64&global_batch=256&seq=4096&tp=4",
+                                   "preset=llama3-8b&gpus=64&global_batch=256&seq=4096"])
+def test_handoff_links_open(client, query):
+    """Every 'Open the best mix in' link answers 200: /parallelism wants a tp that divides its
+    model's heads and kv_heads, so an MoE mix is shown on a dense model whose heads tp divides."""
+    import re
+    text = client.get(f"/planner?{query}").text
+    links = re.findall(r'<a href="(/(?:memory|pipeline|tensor-parallel|parallelism)\?[^"]+)"',
+                       text)
+    assert len(links) == 4
+    for link in links:
+        r = client.get(link.replace("&amp;", "&"))
+        assert r.status_code == 200, (link, r.text[:300])

@@ -88,3 +88,21 @@ def test_any_accepted_extreme_is_answered(client):
                   "param_count=10000000000000&offload=nvme&stage=3&nvme_gbs=0.1"):
         assert client.get(f"/api/zero?{query}").status_code == 200
         assert client.get(f"/zero?{query}").status_code == 200
+
+
+def test_memory_panels_say_gb_for_decimal_gigabytes(client):
+    """Every "GB" the /zero page writes is 10⁹ bytes, as ZeRO's Table 1 prints them
+    (Rajbhandari et al. 2019, Ψ = 7.5 B: N_d = 4 → 52.5 / 41.3 / 30 GB, N_d = 16 → 35.6 /
+    21.6 / 7.5, N_d = 1 → 120), in the table, the deck and the memory-over-the-step chart
+    (whose axis is bytes / 10⁹) — never a GiB value under a GB label."""
+    import re
+    text = client.get("/zero?param_count=7500000000&dp=4&stage=3").text
+    table = text[text.index('id="table-title"'):text.index('id="mem-title"')]
+    cells = re.findall(r"<td>([\d.]+) GB</td>", table)
+    for want in ("120", "52.5", "30", "35.6", "21.6", "7.5"):
+        assert want in cells, (want, cells)
+    assert "GiB" not in table
+    chart = text[text.index('id="mem-title"'):text.index('id="time-title"')]
+    assert "GB on one GPU" in chart and "GiB" not in chart
+    # the deck's bars: stage 3 on 4 ranks keeps 2Ψ/4 = 3.75 GB of parameters
+    assert "params 3.75 GB" in text

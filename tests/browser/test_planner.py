@@ -1,7 +1,7 @@
 """/planner in Chromium: the page loads with its deck; another model or cluster moves the best
 mix and the Pareto front; a point's hover shows its breakdown; a hand-off link opens another
 scene with the candidate's numbers in its query; the launch tabs show each tool's text; the
-predicted-vs-published rows are on the page."""
+accuracy ledger's summary links its page; a pasted config.json fills the model fields."""
 
 from __future__ import annotations
 
@@ -101,13 +101,40 @@ def test_launch_tabs_and_published_rows(page):
     assert titan.is_visible() and "[parallelism]" in titan.inner_text()
 
     rows = page.locator("tr[data-published]")
-    assert rows.count() == 4
+    assert rows.count() == 5                       # one row a paper of the accuracy ledger
     names = [r.get_attribute("data-published") for r in rows.all()]
-    assert any(n.startswith("Llama 3 405B") for n in names)
-    assert any(n.startswith("PTD-P 1T") for n in names)
-    rows.last.scroll_into_view_if_needed()
-    for r in rows.all():
-        cells = r.locator("td").all()
-        published, predicted = float(cells[2].inner_text()), cells[3].inner_text()
-        low, high = map(float, re.search(r"\((\d+)–(\d+)\)", predicted).groups())
-        assert low < high and 0.8 * published < float(predicted.split()[0]) < 1.2 * published
+    assert any(n.startswith("Llama 3") for n in names)
+    assert any(n.startswith("PTD-P") for n in names)
+    link = page.locator('a[href="/planner/accuracy"]')
+    link.scroll_into_view_if_needed()
+    link.click()
+    page.wait_for_url("**/planner/accuracy")
+    assert page.locator("figure.ledger-figure svg").is_visible()
+    assert page.locator("tr[data-row]").count() >= 25
+
+
+def test_load_a_config_fills_the_shape(page):
+    """A pasted Hugging Face config.json fills the model fields through /api/model-shape and
+    the stage follows them (the query carries them); a bad one says why, as text."""
+    page.goto(page.base + "/planner")
+    loader = page.locator("details.model-config")
+    loader.locator("summary").click()
+    config = ('{"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, '
+              '"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, '
+              '"vocab_size": 32000, "sliding_window": 4096}')
+    loader.locator("[data-config-text]").fill(config)
+    loader.locator("[data-config-load]").click()
+    status = loader.locator("[data-config-status]")
+    page.wait_for_function("() => document.querySelector('[data-config-status]')"
+                           ".textContent.includes('Filled')")
+    assert "read 7 keys, ignored 1" in status.inner_text()     # sliding_window: no shape
+    page.wait_for_url(re.compile(r".*vocab=32000.*"))
+    query = parse_qs(urlparse(page.url).query)
+    assert query["layers"] == ["32"] and query["kv_heads"] == ["8"] and query["ffn"] == ["14336"]
+    assert page.locator("#f-vocab").input_value() == "32000"
+    page.expect_console_error("422")           # the bad upload answers 422 on purpose
+    loader.locator("[data-config-text]").fill('{"model_type": "<b>t5</b>"}')
+    loader.locator("[data-config-load]").click()
+    page.wait_for_function("() => document.querySelector('[data-config-status]')"
+                           ".textContent.includes('not one this reader knows')")
+    assert status.locator("b").count() == 0        # written as text, never as markup

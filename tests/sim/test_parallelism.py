@@ -35,6 +35,8 @@ LAYOUTS = [
 
 def params_of(tp, cp, dp, pp, ep, gpn, order, **kw) -> ParallelismParams:
     experts = max(ep, 1) * 2
+    # tp must divide the model's heads and kv_heads: tp 3 counts GPT-2's 12 heads
+    kw.setdefault("preset", "gpt2" if 32 % tp else "llama3-8b")
     return ParallelismParams(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, gpus_per_node=gpn, order=order,
                              experts=experts, seq=6144, **kw)
 

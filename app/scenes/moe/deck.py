@@ -611,12 +611,13 @@ def _cost_top(p) -> float:
 
 
 def _cost_lines(p, trace, y: float) -> list:
-    c = trace.a2a
+    c = trace.a2a.dispatch
     busiest = float(c.bytes_sent.max())
     lines = [f"scaled to {p.cost_tokens} tokens/rank × {p.hidden} × {p.dtype}:",
              f"busiest rank sends {human_bytes(busiest)} per all-to-all",
              f"NVLink {num(c.nvlink_us)} µs · InfiniBand {num(c.infiniband_us)} µs",
-             f"{p.gpus_per_node} GPUs a node: {num(c.time_us)} µs; ×2 with the combine"]
+             f"{p.gpus_per_node} GPUs a node: {num(c.time_us)} µs; combine "
+             f"{num(trace.a2a.combine.time_us)} µs"]
     return [Text(20, y + 22 * k, line, size=15, cls="muted" if k == 0 else "ink",
                  weight=700 if k == 2 else 0) for k, line in enumerate(lines)]
 

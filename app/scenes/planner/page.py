@@ -9,23 +9,33 @@ from app.scenes.planner import deck
 from app.sim.planner.hardware import BAND, GPU_SPECS
 from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml
 from app.sim.planner.params import PlannerParams
-from app.sim.planner.simulate import published
+from app.sim.planner.ledger import ledger
 from app.catalog.models import PRESETS
 from app.templating import deck_style
 
 
+def stand_in(p: PlannerParams, tp: int) -> str:
+    """The dense preset the other scenes show a mix on: the planner's own, or for an MoE model
+    one whose heads and key-value heads ``tp`` divides (those scenes split whole heads)."""
+    if p.preset in PRESETS:
+        return p.preset
+    fits = [k for k, m in PRESETS.items() if m.heads % tp == 0 and m.kv_heads % tp == 0]
+    return "llama3-70b" if "llama3-70b" in fits else (fits[0] if fits else "gpt3-175b")
+
+
 def handoffs(p: PlannerParams, c) -> list[tuple[str, str]]:
     """Links opening candidate ``c`` in the other scenes, their parameter names in the query."""
-    preset = p.preset if p.preset in PRESETS else "llama3-70b"
+    preset = stand_in(p, c.tp)
     mem = {"preset": preset, "seq": p.seq, "micro_batch": c.micro_batch, "dp": c.dp * c.cp,
            "tp": c.tp, "pp": c.pp, "zero": c.zero, "sequence_parallel": str(c.tp > 1).lower(),
            "recompute": c.recompute, "gpu": p.gpu}
     pipe = {"schedule": c.schedule, "stages": min(c.pp, 64), "microbatches": min(c.microbatches, 1024),
             "chunks": c.chunks if c.chunks > 1 else 2 if c.schedule != "1f1b" else 1}
-    tpq = {"tp": min(c.tp, 64), "preset": preset, "seq": p.seq, "micro_batch": c.micro_batch,
+    shown_tp = min(c.tp, 16)               # the TP scene draws one lane per rank, up to 16
+    tpq = {"tp": shown_tp, "tokens": max(4, shown_tp), "preset": preset, "seq": p.seq, "micro_batch": c.micro_batch,
            "sequence_parallel": str(c.tp > 1).lower(), "gpus_per_node": p.gpus_per_node}
     par = {"tp": c.tp, "cp": c.cp, "dp": min(c.dp, 1024), "pp": c.pp, "ep": c.ep,
-           "gpus_per_node": p.gpus_per_node, "model": preset, "seq": p.seq,
+           "gpus_per_node": p.gpus_per_node, "preset": preset, "seq": p.seq,
            "micro_batch": c.micro_batch, "microbatches": min(c.microbatches, 1024)}
     out = [("memory ledger", "/memory?" + urlencode(mem)),
            ("pipeline schedule", "/pipeline?" + urlencode(pipe)),
@@ -56,11 +66,21 @@ def train_handoff(c) -> str | None:
         return None
 
 
+def ledger_families() -> dict:
+    """The accuracy ledger by paper: rows, mean and largest |error| (the page links the rest)."""
+    led = ledger()
+    families: dict[str, list] = {}
+    for r in led.rows:
+        families.setdefault(r.run.family, []).append(abs(r.error))
+    return {"rows": len(led.rows), "mean": led.mean_abs_error, "max": led.max_abs_error,
+            "families": [(name, len(e), sum(e) / len(e), max(e)) for name, e in families.items()]}
+
+
 def page_view(p: PlannerParams, trace, frame: int) -> dict:
     plan = trace.plan
     b = plan.best
     ctx = {"deck_svg": deck.render(trace, frame), "deck_title": "Planner", "plan": plan,
-           "band": BAND, "published": published(), "gpu_spec": GPU_SPECS[p.gpu],
+           "band": BAND, "ledger": ledger_families(), "gpu_spec": GPU_SPECS[p.gpu],
            "top": plan.candidates[:12]}
     if b:
         model = p.plan_model()

@@ -96,6 +96,22 @@ def time_us(costs: StepCosts, alpha_us: float, size_bytes: float) -> float:
     return float(times_us(costs, alpha_us, size_bytes)[0])
 
 
+def pairwise_time_us(payload: np.ndarray, links: Links) -> float:
+    """α–β time of an exchange in which rank i sends ``payload[i][j]`` bytes to every j at
+    once, each message on its own link (NVLink inside a node, InfiniBand between nodes): every
+    rank pushes its messages one after another (α + bytes/β each, the diagonal stays home) and
+    the exchange lasts as long as its busiest sender — NCCL's all-to-all, a send and a receive
+    per peer, as /moe and Ulysses cost it. Unlike :func:`step_costs` on a shifted schedule,
+    a rank's in-node peers never wait for another rank's InfiniBand message."""
+    world = payload.shape[0]
+    sent = np.array(payload, dtype=float)
+    np.fill_diagonal(sent, 0)
+    gbs = np.array([[links.gbs(i, j) for j in range(world)] for i in range(world)])
+    messages = (sent > 0).sum(axis=1)[None, :].astype(float)          # (1 step, world)
+    us_per_byte = (sent / (gbs * 1e3)).sum(axis=1)[None, :]             # per whole byte
+    return time_us(StepCosts(messages, us_per_byte), links.alpha_us, 1.0)
+
+
 def bandwidths(op: str, world: int, size_bytes: float, t_us: float) -> tuple[float, float]:
     """(algbw, busbw) in GB/s for a ``size_bytes`` collective that took ``t_us``."""
     if t_us <= 0:

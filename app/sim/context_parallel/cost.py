@@ -12,7 +12,9 @@ Communication, with the α–β model of chapter 2 (app/sim/collectives/cost.py:
     ring        cp − 1 steps of one K/V block (2·c·H_kv·d 16-bit numbers) to the next rank,
                 sent while the rank computes: a step costs max(compute, α + bytes/β)
     all_gather  one ring all-gather of K and V (cp − 1 steps), then the attention
-    ulysses     four all-to-alls of the rank's Q, K, V and output, none hidden
+    ulysses     four all-to-alls of the rank's Q, K, V and output, none hidden; every rank
+                sends its u − 1 shares at once, each on its own link (the peers in its node
+                on NVLink, the others on InfiniBand: per message, as /moe costs its dispatch)
     hybrid      the all-to-alls inside groups of ulysses consecutive ranks, and a ring over
                 the cp/ulysses groups, ranks ulysses apart (often across nodes)
 
@@ -35,7 +37,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.sim.collectives.cost import Links, collective_time_us, ring_time_us
+from app.sim.collectives.cost import Links, pairwise_time_us, ring_time_us
 from app.sim.context_parallel.layout import chunk_bounds, chunk_count, rank_chunks
 from app.sim.context_parallel.memory import a2a_degree, feasible
 from app.sim.flops import attention_core_flops, layer_forward_flops
@@ -160,8 +162,10 @@ def layer_time(sc: Scale, method: str, cp: int, ulysses: int, placement: str) ->
     step_compute = np.array([sc.us(4 * d * (m.heads // u) * b * float(w)) for w in work.max(1)])
     a2a = 0.0
     if u > 1:
+        # each rank sends a 1/u share to every peer at once, each message on its own link
+        # (in-node peers on NVLink): the group of ranks 0 … u−1 stands for every group
         q_bytes = c * m.heads * d * ACT_BYTES * b
-        a2a = sum(collective_time_us("all_to_all", u, links, size, "direct")
+        a2a = sum(pairwise_time_us(np.full((u, u), size / u), links)
                   for size in (q_bytes, kv_bytes, kv_bytes, q_bytes))
     step_comm = 0.0
     if ring > 1:

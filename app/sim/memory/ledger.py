@@ -21,7 +21,8 @@ and the output projection's inputs (2sbh each) and the fp32 logits of the cross-
 Under sequence parallelism everything outside the attention/MLP cores is split along s as well.
 
 Buffers are assumptions, tagged as such: CUDA context and workspaces, the 16-bit gradient of
-the logits, ZeRO-3's gathered layer, communication buckets.
+the logits, ZeRO-3's two gathered layers (the current one and the prefetched next) and one
+layer's gradient, communication buckets.
 
 The ledger is the busiest GPU's: with pp > 1 both ends of the pipeline are computed and the one
 with the higher peak is shown (almost always the first stage).
@@ -239,6 +240,18 @@ def activation_items(c: MemoryConfig, stage: str) -> tuple[tuple[Item, ...], int
     return tuple(items), layers
 
 
+def zero3_unit(m: ModelShape, tp: int) -> float:
+    """Φ, what ZeRO-3 gathers at once on one GPU: one transformer layer's parameters (the
+    tensors TP splits ÷ tp, the replicated norms and biases whole), or the largest single
+    tensor (an embedding) where that is larger."""
+    def local(t):
+        return t.numel / (tp if t.tp_dim is not None else 1)
+
+    tensors = m.tensors()
+    return max(sum(local(t) for t in tensors if t.place == "layer"),
+               max(local(t) for t in tensors))
+
+
 def buffer_items(c: MemoryConfig, stage: str) -> tuple[Item, ...]:
     m = c.model
     items = [Item("buffers.context", "buffers", "CUDA context and workspaces", CONTEXT_BYTES,
@@ -252,12 +265,17 @@ def buffer_items(c: MemoryConfig, stage: str) -> tuple[Item, ...]:
                           "softmax; the 16-bit copy for the output layer's backward is extra",
                           "assumption", "Megatron-LM, vocab-parallel cross-entropy"))
     if c.zero == 3 and c.dp > 1:
-        largest = max(t.numel / (c.tp if t.tp_dim is not None else 1) for t in m.tensors())
-        size = model_states.param_bytes(c.precision) + model_states.grad_bytes(c.precision)
-        items.append(Item("buffers.zero3", "buffers", "ZeRO-3 gathered layer", size * largest,
-                          f"{size}·Φ_max", f"Φ_max = {count(largest)}: the largest layer, "
-                          "gathered whole with its gradient (DeepSpeed's 4·largest_layer)",
-                          "assumption", "DeepSpeed estimate_zero3_model_states_mem_needs"))
+        phi = zero3_unit(m, c.tp)
+        p_bytes = model_states.param_bytes(c.precision)
+        g_bytes = model_states.grad_bytes(c.precision)
+        items.append(Item("buffers.zero3", "buffers", "ZeRO-3 gathered layers",
+                          (2 * p_bytes + g_bytes) * phi, f"2·{p_bytes}·Φ + {g_bytes}·Φ",
+                          f"Φ = {count(phi)}: one layer's parameters on this GPU (or the largest "
+                          "tensor, if larger), gathered whole; the next layer is prefetched "
+                          "while this one runs, so two are gathered at once, and in backward "
+                          "one layer's gradient waits for its reduce-scatter",
+                          "assumption", "PyTorch FSDP's forward/backward prefetch (Zhao et al. "
+                          "2023 §3.3); DeepSpeed stage 3's prefetch_bucket_size"))
     if c.dp > 1:
         items.append(Item("buffers.buckets", "buffers", "gradient buckets", 2 * BUCKET_BYTES,
                           "2 × 25 MiB", "two gradient buckets in flight (PyTorch DDP's "

@@ -111,8 +111,9 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
         f"Dispatch all-to-all: the split sizes ({ep} × {ep} counts), then the token vectors; "
         f"rank 0 keeps {int(matrix[0, 0])} rows and sends {int(sent_rows[0])}. At "
         f"{p.cost_tokens} tokens per rank of a {p.hidden}-wide {p.dtype} model the busiest "
-        f"rank sends {human_bytes(a2a.bytes_sent.max())}: {num(a2a.nvlink_us)} µs on NVLink, "
-        f"{num(a2a.infiniband_us)} µs over InfiniBand, one rank a node ({num(a2a.time_us)} µs "
+        f"rank sends {human_bytes(a2a.dispatch.bytes_sent.max())}: "
+        f"{num(a2a.dispatch.nvlink_us)} µs on NVLink, {num(a2a.dispatch.infiniband_us)} µs over "
+        f"InfiniBand, one rank a node ({num(a2a.dispatch.time_us)} µs "
         f"with {p.gpus_per_node} GPUs a node)."), _transfers(matrix, p.token_width, back=False), data={"dispatch": matrix.tolist()}))
     rows = run.rank_rows
     out.append(MoeFrame(5, "experts", (
@@ -124,8 +125,9 @@ def frames(p, logits, routing, drops, matrix, run, aux, zl, a2a) -> tuple[MoeFra
         data={"rank_rows": rows.tolist(), "expert_tokens": drops.expert_tokens.tolist()}))
     out.append(MoeFrame(6, "combine", (
         f"Combine all-to-all: every result travels back to its token's rank along the reverse "
-        f"path — the dispatch matrix transposed, the same {human_bytes(a2a.bytes_sent.max())} "
-        f"from the busiest rank, another {num(a2a.time_us)} µs."),
+        f"path — the dispatch matrix transposed, so a rank sends its column: the busiest "
+        f"sends {human_bytes(a2a.combine.bytes_sent.max())}, {num(a2a.combine.time_us)} µs "
+        f"({human_bytes(a2a.bytes_per_rank.max())} per rank for the layer at most)."),
         _transfers(matrix, p.token_width, back=True), data={"combine": matrix.T.tolist()}))
     none_kept = int((~drops.kept).all(axis=1).sum())
     out.append(MoeFrame(7, "output", (

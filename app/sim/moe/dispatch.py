@@ -17,8 +17,9 @@ pass of one MoE layer:
 The same output is computed densely, every expert on every token masked by the kept gate
 weights, and the largest difference is reported (float64; it should be ~1e-16).
 
-Cost: rank i sends ``dispatch[i][j]`` rows of ``hidden`` elements (the model's width) to every j ≠ i, once
-to dispatch and once to combine, scaled from the T/ep tokens simulated here to ``cost_tokens``
+Cost: rank i sends ``dispatch[i][j]`` rows of ``hidden`` elements (the model's width) to every
+j ≠ i to dispatch, and ``dispatch[j][i]`` rows back to every j to combine (the transpose), scaled
+from the T/ep tokens simulated here to ``cost_tokens``
 tokens per rank. The α–β time is one step of app.sim.collectives.cost's model: every rank
 pushes its messages one after another (α + bytes/β each, NVLink inside a node, InfiniBand
 between nodes) and the all-to-all lasts as long as the busiest rank.
@@ -128,17 +129,47 @@ class A2ACost:
 
 
 def all_to_all_cost(matrix: np.ndarray, row_bytes: float, links: cost.Links) -> A2ACost:
-    """α–β time of one all-to-all moving ``matrix[i][j]`` rows of ``row_bytes`` from i to j."""
-    ep = matrix.shape[0]
+    """α–β time of one all-to-all moving ``matrix[i][j]`` rows of ``row_bytes`` from i to j
+    (:func:`app.sim.collectives.cost.pairwise_time_us`: per message, per link)."""
     payload = matrix * row_bytes
     np.fill_diagonal(payload, 0)
-
-    def time_on(l: cost.Links) -> float:
-        messages = (payload > 0).sum(axis=1)[None, :].astype(float)           # (1 step, ep)
-        gbs = np.array([[l.gbs(i, j) for j in range(ep)] for i in range(ep)])
-        us_per_byte = (payload / (gbs * 1e3)).sum(axis=1)[None, :]           # per whole byte
-        return cost.time_us(cost.StepCosts(messages, us_per_byte), l.alpha_us, 1.0)
-
-    nvlink = cost.Links(links.alpha_us, links.intra_node_gbs, links.inter_node_gbs, 64)
+    nvlink = cost.Links(links.alpha_us, links.intra_node_gbs, links.inter_node_gbs,
+                        max(1, matrix.shape[0]))
     ib = cost.Links(links.alpha_us, links.intra_node_gbs, links.inter_node_gbs, 1)
-    return A2ACost(payload.sum(axis=1), time_on(links), time_on(nvlink), time_on(ib))
+    return A2ACost(payload.sum(axis=1), *(cost.pairwise_time_us(payload, l)
+                                          for l in (links, nvlink, ib)))
+
+
+@dataclass(frozen=True)
+class LayerA2A:
+    """Both all-to-alls of one MoE layer's forward. The combine sends every expert output back
+    along the reverse path, so its matrix is the dispatch's transpose: rank i sends
+    ``dispatch[j][i]`` rows to j — its column, not its row — and the combine lasts as long as
+    the largest off-diagonal column (Megatron-LM's ``MoEAlltoAllTokenDispatcher``: the
+    combine's input and output splits are the dispatch's swapped)."""
+
+    dispatch: A2ACost
+    combine: A2ACost
+
+    @property
+    def bytes_per_rank(self) -> np.ndarray:
+        """What each rank sends per layer: its off-diagonal row sum plus its column sum."""
+        return self.dispatch.bytes_sent + self.combine.bytes_sent
+
+    @property
+    def time_us(self) -> float:
+        return self.dispatch.time_us + self.combine.time_us
+
+    @property
+    def nvlink_us(self) -> float:
+        return self.dispatch.nvlink_us + self.combine.nvlink_us
+
+    @property
+    def infiniband_us(self) -> float:
+        return self.dispatch.infiniband_us + self.combine.infiniband_us
+
+
+def layer_cost(matrix: np.ndarray, row_bytes: float, links: cost.Links) -> LayerA2A:
+    """Dispatch (``matrix``) and combine (its transpose) of one layer."""
+    return LayerA2A(all_to_all_cost(matrix, row_bytes, links),
+                    all_to_all_cost(np.ascontiguousarray(matrix.T), row_bytes, links))

@@ -19,8 +19,8 @@ from app.sim.collectives import cost
 from app.sim.moe import captions
 from app.sim.moe.captions import MoeFrame
 from app.sim.moe.capacity import Drops, apply_capacity, rank_capacity
-from app.sim.moe.dispatch import (A2ACost, ExpertParallelRun, all_to_all_cost,
-                                  dispatch_matrix, imbalance, run_expert_parallel)
+from app.sim.moe.dispatch import (ExpertParallelRun, LayerA2A, dispatch_matrix, imbalance,
+                                  layer_cost, run_expert_parallel)
 from app.sim.moe.losses import METHODS, Training, assignment_share, aux_loss, train_router, z_loss
 from app.sim.moe.params import MoeParams
 from app.sim.moe.router import MoeInputs, Routing, make_inputs, route, router_logits
@@ -37,7 +37,7 @@ class MoeTrace:
     run: ExpertParallelRun
     aux_loss: float
     z_loss: float
-    a2a: A2ACost                # one all-to-all of the cost model's tokens
+    a2a: LayerA2A               # dispatch and combine of the cost model's tokens
     training: tuple[Training, ...]
     frames: tuple[MoeFrame, ...]
 
@@ -72,10 +72,14 @@ class MoeTrace:
             "x": self.inputs.x.tolist(), "output": self.run.output.tolist(),
             "max_abs_error": self.run.max_abs_error,
             "rank_rows": self.run.rank_rows.tolist(), "imbalance": imbalance(self.run.rank_rows),
-            "cost": {"bytes_per_rank_per_layer": (2 * self.a2a.bytes_sent).tolist(),
-                     "all_to_all_bytes": self.a2a.bytes_sent.tolist(),
-                     "time_us": 2 * self.a2a.time_us, "nvlink_us": 2 * self.a2a.nvlink_us,
-                     "infiniband_us": 2 * self.a2a.infiniband_us},
+            # dispatch + combine (the transpose): a rank's row and column, the busiest of each
+            "cost": {"bytes_per_rank_per_layer": self.a2a.bytes_per_rank.tolist(),
+                     "all_to_all_bytes": self.a2a.dispatch.bytes_sent.tolist(),
+                     "combine_bytes": self.a2a.combine.bytes_sent.tolist(),
+                     "time_us": self.a2a.time_us, "nvlink_us": self.a2a.nvlink_us,
+                     "infiniband_us": self.a2a.infiniband_us,
+                     "dispatch_us": self.a2a.dispatch.time_us,
+                     "combine_us": self.a2a.combine.time_us},
             "training": [t.to_dict() for t in self.training],
         }
 
@@ -101,7 +105,7 @@ def simulate(p: MoeParams) -> MoeTrace:
                               routing.weights, drops.kept, p.ep)
     links = cost.Links(p.alpha_us, p.intra_node_gbs, p.inter_node_gbs, p.gpus_per_node)
     row_bytes = p.hidden * cost.BYTES_PER_ELEMENT[p.dtype] * p.cost_tokens / (p.tokens // p.ep)
-    a2a = all_to_all_cost(matrix, row_bytes, links)
+    a2a = layer_cost(matrix, row_bytes, links)
     frames = captions.frames(p, logits, routing, drops, matrix, run, aux, zl, a2a)
     return MoeTrace(p, inputs, logits, routing, drops, matrix, run, aux, zl, a2a, training,
                     frames)

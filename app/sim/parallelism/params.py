@@ -13,6 +13,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field, model_validator
 
+from app.catalog.models import PRESETS
 from app.param_groups import (GpusPerNodeField, InfinibandField, MicroBatchField, NvlinkField,
                               PresetField, SeqField)
 from app.params import Control, Dp, Invalid, Microbatches, Pp, Renamed, SceneParams, Tp
@@ -128,6 +129,11 @@ class ParallelismParams(SceneParams):
                     ([f"misses {', '.join(missing)}"] if missing else [])
             raise Invalid("order", f'order "{self.order}" {" and ".join(parts)}: name each of '
                                    f'{", ".join(AXES)} once, fastest-varying first')
+        shape = PRESETS[self.preset]         # TP splits the heads of the model it counts
+        for name, count in (("heads", shape.heads), ("kv_heads", shape.kv_heads)):
+            if count % self.tp:
+                raise Invalid("tp", f"tp ({self.tp}) must divide {name} ({count}) of "
+                                    f"{self.preset}: each TP rank computes whole heads")
         if self.world > MAX_WORLD:
             raise Invalid("dp", f"world = tp·cp·dp·pp = {self.tp}·{self.cp}·{self.dp}·{self.pp}"
                                 f" = {self.world:,} must be at most {MAX_WORLD:,} ranks on this "

@@ -21,7 +21,11 @@ Per micro-batch and pipeline stage, this GPU (T = b·s/cp tokens):
    recomputed forward; NVLink if tp ≤ GPUs per node, else InfiniBand; not overlapped.
 5. Context parallelism (Llama 3's all-gather of K/V): all-gather K and V of the whole sequence
    forward, reduce-scatter their gradients backward; exposed.
-6. Expert parallelism: dispatch and combine all-to-alls of T·k·h values, forward and backward.
+6. Expert parallelism (:mod:`app.sim.planner.moe_cost`): dispatch and combine all-to-alls of
+   T·k·h values, forward and backward, per message on NVLink or InfiniBand, node-limited
+   routing deduplicating the inter-node bytes, hidden behind the other micro-batch under
+   DualPipe — whose communication kernels take 20 of the GPU's 132 SMs from the GEMMs while
+   they run (DeepSeek-V3 §3.2.2), so an MoE layer's compute then runs at 112/132 of its pace.
 7. Pipeline: bubble (p−1)/v · t_microbatch (1F1B: (p−1)(t_f + t_b), interleaved ÷ v;
    Narayanan et al. 2021); activations sent point-to-point, exposed only while filling.
 8. Data parallelism over dp·cp ranks (16-bit gradients and parameters):
@@ -34,13 +38,14 @@ Per micro-batch and pipeline stage, this GPU (T = b·s/cp tokens):
    by the next layer's backward, the very last one exposed. ZeRO 3 (Rajbhandari et al. 2019
    §7.2.2: parameters all-gathered for forward and again for backward, gradients
    reduce-scattered — 3Ψ a step against DDP's 2Ψ; DeepSpeed stage 3 and PyTorch FSDP, Zhao et
-   al. 2023's communication optimizations (backward and forward prefetch), do it layer by layer, every micro-batch, and prefetch the next layer's
-   gather one layer ahead): a layer's forward costs max(compute, gather) and its backward
-   max(compute, gathers + reduce-scatter), with one more gather with full recomputation
-   (DeepSpeed's checkpointed forward runs the layer's pre-forward hook again and gathers it
-   again; FSDP2 unshards once for recomputation and backward, so this is DeepSpeed's count,
-   one gather a layer more than FSDP's); the first gather of the forward and of the
-   backward and the last reduce-scatter have no compute beside them and are exposed.
+   al. 2023's communication optimizations (backward and forward prefetch), do it layer by
+   layer, every micro-batch, and prefetch the next layer's gather one layer ahead): a layer's
+   forward costs max(compute, gather) and its backward max(compute, gather + reduce-scatter).
+   FSDP's count (PyTorch FSDP2, what torchtitan runs): the gather before a layer's backward
+   also serves its recomputed forward under full recomputation (DeepSpeed's stage 3 gathers
+   once more there, its checkpointed forward running the layer's pre-forward hook again). The
+   first gather of the forward and of the backward and the last reduce-scatter have no compute
+   beside them and are exposed.
 9. Optimizer step: reads and writes 16 bytes per local parameter (÷ dp with ZeRO ≥ 1) at HBM speed.
 
 Collectives follow the α–β model of chapter 2 for rings (Thakur, Rabenseifner and Gropp
@@ -66,12 +71,15 @@ import numpy as np
 
 from app.sim.planner.hardware import HBM_EFFICIENCY, NCCL_EFFICIENCY, GpuSpec
 from app.sim.planner.model import PlanModel
+from app.sim.planner.moe_cost import ep_layer_s, exposed_ep, overlap_slowdown
 
 ELEMENTWISE_SBH = 20
 
 
 @dataclass(frozen=True)
 class Cluster:
+    """The GPUs and links, and how the software runs on them."""
+
     gpu: GpuSpec
     gpus: int
     gpus_per_node: int = 8
@@ -79,6 +87,9 @@ class Cluster:
     ib_gbs: float = 50.0
     nvlink_alpha_us: float = 5.0
     ib_alpha_us: float = 10.0
+    grad_overlap: bool = True        # DP gradient reduction overlapped with backward
+    gemm_dtype: str = "bf16"         # bf16 | fp8 (the layers' matmuls; attention stays bf16)
+    node_limit: int | None = None    # MoE: a token goes to at most this many nodes
 
 
 def _coll(kind: str, size, n, gbs, alpha_us):
@@ -108,18 +119,22 @@ def _gemm(M, K, N, peak, hbm, e):
 def layer_gemm_time(model: PlanModel, tokens, tp, ep, peak, hbm, e):
     """One forward of one layer's matmuls on this GPU (seconds)."""
     h, kv = model.hidden, model.kv_dim
-    t = _gemm(tokens, h, (h + 2 * kv) / tp, peak, hbm, e) + _gemm(tokens, h / tp, h, peak, hbm, e)
     if model.moe:
-        # attention's other projections are in layer_params; MLP: routed experts + shared
+        # attention projections (MLA's down- and up-projections as one GEMM of their size);
+        # MLP: the routed experts on their tokens, the shared experts and the dense MLPs of
+        # the first layers on every token
+        attn = model.projection_params
+        t = _gemm(tokens, h, attn / h / tp, peak, hbm, e)
         local_experts = model.experts / ep
         per_expert = tokens * ep * model.top_k / model.experts
         f = model.expert_ffn
         experts = local_experts * (_gemm(per_expert, h, 2 * f / tp, peak, hbm, e)
                                    + _gemm(per_expert, f / tp, h, peak, hbm, e))
         frac = model.moe_layers / model.layers
-        rest = max(0.0, model.layer_params - 2 * h * (h + kv) - 2 * h) / h  # shared/dense MLP
+        rest = max(0.0, model.layer_params - attn - 2 * h) / h   # shared experts, dense MLP
         dense = _gemm(tokens, h, rest / tp, peak, hbm, e)
         return t + frac * experts + dense
+    t = _gemm(tokens, h, (h + 2 * kv) / tp, peak, hbm, e) + _gemm(tokens, h / tp, h, peak, hbm, e)
     f = model.ffn * (2 if model.gated else 1)
     return t + _gemm(tokens, h, f / tp, peak, hbm, e) + _gemm(tokens, model.ffn / tp, h, peak,
                                                                  hbm, e)
@@ -147,24 +162,24 @@ def materialized_attention(model: PlanModel, b, rows, s, tp, peak, hbm, e):
     return bmm + fwd * scores / hbm, 2 * bmm + bwd * scores / hbm
 
 
-def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict:
+def _layer_terms(model: PlanModel, cluster: Cluster, tp, cp, ep, b, rc, dual) -> dict:
+    """Steps 1–6 for one layer and one micro-batch: what depends on (tp, cp, ep, b,
+    recompute, DualPipe) only."""
     gpu = cluster.gpu
     peak, hbm = gpu.peak_tflops * 1e12, gpu.hbm_tbs * 1e12 * HBM_EFFICIENCY
-    tp, cp, pp, dp, ep, v, z, b, m, rc = (g[k].astype(float) for k in
-                                          ("tp", "cp", "pp", "dp", "ep", "v", "zero", "b", "m",
-                                           "rc"))
-    L, h, s, V = model.layers, model.hidden, model.seq, model.vocab
+    mm_peak = (gpu.fp8_tflops if cluster.gemm_dtype == "fp8" else gpu.peak_tflops) * 1e12
+    h, s, V = model.hidden, model.seq, model.vocab
     full, selective = rc == 2, rc == 1
     T = b * s / cp
-    gpn = cluster.gpus_per_node
     # 1–3. compute of one layer, one micro-batch: forward, backward, recomputation
-    gemm_f = layer_gemm_time(model, T, tp, ep, peak, hbm, gpu.gemm)
+    gemm_f = layer_gemm_time(model, T, tp, ep, mm_peak, hbm, gpu.gemm)
     rc_attn = np.where(full | selective, 1, 0)          # attention recomputed in backward
     if model.attention == "materialized":
         attn_f, attn_b = materialized_attention(model, b, s / cp, s, tp, peak, hbm, gpu.gemm)
         attn_total = attn_f * (1 + rc_attn) + attn_b
     else:
-        attn_f = 2 * b * s * s / cp * h / tp / (gpu.attention * peak)
+        d_qk, d_v = model.head_dims                     # causal: half the s² pairs
+        attn_f = b * s * s / cp * model.heads * (d_qk + d_v) / tp / (gpu.attention * peak)
         attn_total = attn_f * (3 + rc_attn)
     shard = np.where(tp > 1, tp, 1)
     elem_f = (ELEMENTWISE_SBH * T * h / shard + 4 * T * model.ffn / tp) * 2 / hbm
@@ -180,22 +195,51 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     kv_bytes = 2 * b * s * model.kv_dim / tp * 2
     cp_fwd = _coll("all_gather", kv_bytes, cp, bw, a)
     cp_layer = np.where(full, 2, 1) * cp_fwd + _coll("reduce_scatter", kv_bytes, cp, bw, a)
-    # 6. EP: dispatch + combine forward and backward (+ forward again with full recompute)
-    bw, a = _link(cluster, tp * ep)
-    ep_layer = (model.moe_layers / L) * 2 * np.where(full, 3, 2) * \
-        _coll("all_to_all", T * model.top_k * h * 2, ep, bw, a) if model.moe else 0.0 * tp
+    # 6. EP: dispatch + combine forward and backward (+ forward again with full recompute),
+    #    hidden behind the other micro-batch's compute under DualPipe (moe_cost)
+    ep_fwd, ep_all = ep_layer_s(model, cluster, T, tp, cp, ep, full)
+    if model.moe:
+        layer_compute = layer_compute * np.where(dual & (ep > 1), overlap_slowdown(model), 1.0)
+    ep_layer = exposed_ep(ep_all, layer_compute + tp_layer + cp_layer, dual)
+    return {"gemm_f": gemm_f, "attn_f": attn_f, "elem_f": elem_f, "layer_compute": layer_compute,
+            "head_f": head_f, "tp_layer": tp_layer, "passes": passes, "cp_fwd": cp_fwd,
+            "cp_layer": cp_layer, "ep_fwd": ep_fwd, "ep_layer": ep_layer}
+
+
+def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict:
+    gpu = cluster.gpu
+    peak, hbm = gpu.peak_tflops * 1e12, gpu.hbm_tbs * 1e12 * HBM_EFFICIENCY
+    tp, cp, pp, dp, ep, v, z, b, m, rc = (g[k].astype(float) for k in
+                                          ("tp", "cp", "pp", "dp", "ep", "v", "zero", "b", "m",
+                                           "rc"))
+    dual = g["dual"].astype(bool) if "dual" in g else np.zeros(tp.shape, dtype=bool)
+    L, h, s, V = model.layers, model.hidden, model.seq, model.vocab
+    full, selective = rc == 2, rc == 1
+    T = b * s / cp
+    shard = np.where(tp > 1, tp, 1)
+    terms = _layer_terms(model, cluster, tp, cp, ep, b, rc, dual)        # 1–6
+    gemm_f, attn_f, elem_f, layer_compute, head_f = (terms[k] for k in (
+        "gemm_f", "attn_f", "elem_f", "layer_compute", "head_f"))
+    tp_layer, passes, cp_fwd, cp_layer, ep_fwd, ep_layer = (terms[k] for k in (
+        "tp_layer", "passes", "cp_fwd", "cp_layer", "ep_fwd", "ep_layer"))
     # 7. the stage: the busiest of ⌈L/p⌉ layers and the last stage's remainder + output layer
     per_stage = np.ceil(L / pp)
     last_layers = L - (pp - 1) * per_stage
     layer_all = layer_compute + tp_layer + cp_layer + ep_layer
-    head = 3 * head_f + 2 * _coll("all_reduce", T * h * 2, tp, *_link(cluster, tp)) * 0
+    head = 3 * head_f
     stage_t = np.where(pp > 1, np.maximum(per_stage * layer_all, last_layers * layer_all + head),
                        L * layer_all + head)
     busy = np.where(pp > 1, np.maximum(per_stage, last_layers), L)
     compute_mb = np.where(pp > 1, np.maximum(per_stage * layer_compute,
                                              last_layers * layer_compute + 3 * head_f),
                           L * layer_compute + 3 * head_f)
-    bubble = (pp - 1) / v * stage_t
+    # bubble: 1F1B (p−1)(F + B), interleaved ÷ v (Narayanan et al. 2021); DualPipe
+    # (p/2 − 1)(F&B + B − 3W) (DeepSeek-AI 2024, Table 2), W the weight-gradient GEMMs
+    fwd_share = (gemm_f + attn_f + elem_f) / np.maximum(layer_compute, 1e-30)
+    stage_b = stage_t * (1 - fwd_share)
+    stage_w = busy * gemm_f
+    bubble = np.where(dual, np.maximum(0.0, pp / 2 - 1) * (stage_t + stage_b - 3 * stage_w),
+                      (pp - 1) / v * stage_t)
     bw, a = _link(cluster, tp * cp * dp * pp)
     p2p = T * h * 2 / shard / (bw * 1e9 * NCCL_EFFICIENCY) + a * 1e-6
     pp_t = np.where(pp > 1, 2 * (pp - 1) * p2p, 0.0)
@@ -207,11 +251,12 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     ar = _coll("all_reduce", grads, nd, bw, a)
     rs = _coll("reduce_scatter", grads, nd, bw, a)
     ag = _coll("all_gather", grads, nd, bw, a)
-    bwd_window = stage_t * 2 / 3
-    fwd_window = stage_t / 3
+    overlap = 1.0 if cluster.grad_overlap else 0.0     # 0: the reductions follow the backward
+    bwd_window = stage_t * 2 / 3 * overlap
+    fwd_window = stage_t / 3 * overlap
     # one layer's forward and backward (recomputation included) on this GPU: the compute that
     # hides the next layer's gather or the previous layer's reduce-scatter
-    layer_fwd = gemm_f + attn_f + elem_f + tp_layer / passes + cp_fwd + ep_layer / passes
+    layer_fwd = gemm_f + attn_f + elem_f + tp_layer / passes + cp_fwd + ep_fwd
     layer_bwd = layer_all - layer_fwd
     layer_bytes = grads / busy                          # one layer's 16-bit parameters (÷ tp, ep)
     ag_l = _coll("all_gather", layer_bytes, nd, bw, a)
@@ -226,7 +271,7 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
     # recomputation), then reduce-scatters its gradients; prefetching one layer ahead hides a
     # layer's traffic behind the neighbouring layer's compute, so a layer costs
     # max(compute, traffic) and the first gather of each pass is exposed
-    bwd_traffic = ag_l * np.where(full, 2, 1) + rs_l
+    bwd_traffic = ag_l + rs_l
     zero3 = m * (ag_l + busy * np.maximum(0, ag_l - layer_fwd)
                  + ag_l + busy * np.maximum(0, bwd_traffic - layer_bwd) + rs_l)
     dp_t = np.select(
@@ -235,8 +280,9 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
          np.maximum(0, rs - bwd_window) + np.maximum(0, ag - fwd_window),
          zero2],
         zero3)
-    # 9. optimizer step
-    opt = 2 * 16 * local / np.where(z >= 1, nd, 1) / hbm
+    # 9. optimizer step (DualPipe: each rank updates its two chunks)
+    copies = np.where(dual, 2, 1)
+    opt = 2 * 16 * local * copies / np.where(z >= 1, nd, 1) / hbm
     step = m * stage_t + bubble + pp_t + dp_t + opt
     parts = {"compute": m * compute_mb,
              "tp": m * busy * tp_layer, "cp": m * busy * cp_layer,
@@ -244,9 +290,10 @@ def step_costs(model: PlanModel, cluster: Cluster, global_batch: int, g) -> dict
              "pp": pp_t, "dp": dp_t, "bubble": bubble, "optimizer": opt}
     # FLOPs: model (Narayanan et al. 2021's count, unmasked attention) and executed
     tokens = global_batch * s
-    model_flops = tokens * (6 * L * model.active_layer_params + 12 * L * s * h + 6 * h * V)
-    recompute = tokens * np.where(full, 2 * L * model.active_layer_params + 4 * L * s * h,
-                                  np.where(selective, 4 * L * s * h, 0.0))
+    attn_model = 6 * L * s * model.heads * sum(model.head_dims)   # 12·L·s·h for MHA
+    model_flops = tokens * (6 * L * model.active_layer_params + attn_model + 6 * h * V)
+    recompute = tokens * np.where(full, 2 * L * model.active_layer_params + attn_model / 3,
+                                  np.where(selective, attn_model / 3, 0.0))
     world = cluster.gpus
     kinds = ("compute", "tp", "cp", "ep", "pp", "dp", "bubble")
     stack = np.stack([np.broadcast_to(parts[k], step.shape) for k in kinds])

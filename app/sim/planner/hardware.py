@@ -1,7 +1,10 @@
 """The GPUs the planner knows and the efficiencies its cost model assumes, with their sources.
 
 Peak dense BF16, HBM and NVLink bandwidth and memory capacity are the GPUs' data sheets, kept
-with the other shared model data in :data:`app.catalog.gpus.GPUS`.
+with the other shared model data in :data:`app.catalog.gpus.GPUS` (the H800 is the H100 die for
+export markets: the same tensor cores and HBM, NVLink cut to 400 GB/s both ways, 200 each way —
+DeepSeek-V3 §3.1 measures 160 GB/s of it, 0.8 × 200 as NCCL's efficiency below). Dense FP8
+(data sheets): H100, H800 and H200 1979 TFLOP/s, MI300X 2615; the A100 has no FP8 tensor cores.
 
 Achievable fractions (the uncertain part, each a measurement, not a fit to the planner's tests):
 
@@ -37,20 +40,22 @@ class GpuSpec:
     gemm: float              # achievable fraction of peak on a large GEMM
     attention: float         # achievable fraction of peak in flash attention (fwd + bwd)
     nvlink_gbs: float        # NVLink per GPU, one direction, GB/s (default of the form)
+    fp8_tflops: float = 0.0  # dense FP8 peak (0: no FP8 tensor cores)
 
 
-def _spec(key, gemm, attention) -> GpuSpec:
+def _spec(key, gemm, attention, fp8=0.0) -> GpuSpec:
     g = GPUS[key]
     return GpuSpec(key, g.name, g.capacity, g.peak_tflops, g.hbm_tbs, gemm, attention,
-                   g.nvlink_gbs)
+                   g.nvlink_gbs, fp8)
 
 
 GPU_SPECS: dict[str, GpuSpec] = {s.key: s for s in (
     _spec("a100-40", 0.64, 0.45),
     _spec("a100-80", 0.64, 0.45),
-    _spec("h100-80", 0.56, 0.30),
-    _spec("h200-141", 0.58, 0.32),
-    _spec("mi300x-192", 0.40, 0.25),
+    _spec("h100-80", 0.56, 0.30, 1979),
+    _spec("h800-80", 0.56, 0.30, 1979),
+    _spec("h200-141", 0.58, 0.32, 1979),
+    _spec("mi300x-192", 0.40, 0.25, 2615),
 )}
 
 HBM_EFFICIENCY = 0.85

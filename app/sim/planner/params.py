@@ -44,7 +44,7 @@ class PlannerParams(ShapeSizes):
     gpus_per_node: GpusPerNodeField = 8
     # sequences per step
     global_batch: Annotated[GlobalBatch, Control("Global batch (sequences)", kind="number")] = 1024
-    # NVLink per GPU (H100: 450 GB/s each way)
+    # NVLink per GPU, one direction (H100 450 GB/s; the H800's is 200, A100's 300)
     intra_node_gbs: NvlinkField = 450.0
     # InfiniBand per GPU (400 Gb/s ≈ 50 GB/s)
     inter_node_gbs: InfinibandField = 50.0
@@ -68,11 +68,31 @@ class PlannerParams(ShapeSizes):
     recompute: Annotated[Recompute | None, Control(
         "recompute", kind="choice", widget="select",
         options={None: "any", "none": "none", "selective": "selective", "full": "full"})] = None
-    schedule: Literal["1f1b", "interleaved_1f1b"] | None = None
+    # pin the pipeline schedule (DualPipe: DeepSeek-V3's, two chunks a rank, both directions)
+    schedule: Annotated[Literal["1f1b", "interleaved_1f1b", "dualpipe"] | None, Control(
+        "schedule", kind="choice", widget="select",
+        options={None: "any", "1f1b": "1F1B", "interleaved_1f1b": "interleaved 1F1B",
+                 "dualpipe": "DualPipe"},
+        help="DualPipe is searched for MoE models, or when pinned here.")] = None
     chunks: Annotated[int | None, Field(ge=1, le=8, description="model chunks per rank v")] = None
     # how attention runs: flash (FlashAttention, 2022 on) or materialized (scores through HBM,
     # as Megatron-LM ran it in 2021, PTD-P's runs)
-    attention: Literal["flash", "materialized"] = "flash"
+    attention: Annotated[Literal["flash", "materialized"], Control(
+        "Attention", kind="choice", widget="select",
+        options={"flash": "FlashAttention", "materialized": "scores through HBM (2021)"})] = "flash"
+    # gradient reduction overlapped with backward (DDP, FSDP, Megatron-LM since 2023) or after it
+    grad_overlap: Annotated[bool, Control(
+        "Gradient reduction", kind="choice", widget="select",
+        options={True: "overlapped with backward", False: "after the backward (2021)"})] = True
+    # element type of the matmuls: bf16, or fp8 as DeepSeek-V3 (FP8 peak, attention stays bf16)
+    gemm_dtype: Annotated[Literal["bf16", "fp8"], Control(
+        "Matmuls", kind="choice", widget="select",
+        options={"bf16": "BF16", "fp8": "FP8 (H100, H800, H200, MI300X)"})] = "bf16"
+    # MoE: each token to at most this many nodes (DeepSeek-V3's node-limited routing: 4)
+    node_limit: Annotated[int | None, Field(ge=1, le=2048,
+                                            description="nodes a token may be routed to"),
+                          Control("Nodes a token may reach (MoE)", kind="number",
+                                  help="DeepSeek-V3 routes to at most 4. Empty: any.")] = None
 
     @model_validator(mode="after")
     def _consistent(self) -> PlannerParams:
@@ -87,6 +107,13 @@ class PlannerParams(ShapeSizes):
                 raise problem
         if self.ep not in (None, 1) and self.preset not in MOE_PRESETS:
             raise Invalid("ep", f"ep ({self.ep}) needs an MoE preset: {self.preset} is dense")
+        if self.node_limit is not None and self.preset not in MOE_PRESETS:
+            raise Invalid("node_limit", f"node_limit ({self.node_limit}) routes MoE tokens: "
+                                        f"{self.preset} is dense")
+        if self.gemm_dtype == "fp8" and not GPU_SPECS[self.gpu].fp8_tflops:
+            raise Invalid("gemm_dtype", f"gemm_dtype fp8 needs FP8 tensor cores: the "
+                                        f"{GPU_SPECS[self.gpu].name} has none (H100, H800, H200 "
+                                        f"and MI300X do)")
         return self
 
     def plan_model(self) -> PlanModel:
@@ -97,8 +124,11 @@ class PlannerParams(ShapeSizes):
         return replace(model, attention=self.attention)
 
     def cluster(self) -> Cluster:
-        return Cluster(GPU_SPECS[self.gpu], self.gpus, self.gpus_per_node, self.intra_node_gbs,
-                       self.inter_node_gbs, self.intra_alpha_us, self.inter_alpha_us)
+        gpu = GPU_SPECS[self.gpu]
+        return Cluster(gpu, self.gpus, self.gpus_per_node, self.intra_node_gbs,
+                       self.inter_node_gbs, self.intra_alpha_us, self.inter_alpha_us,
+                       grad_overlap=self.grad_overlap, gemm_dtype=self.gemm_dtype,
+                       node_limit=self.node_limit)
 
     def pins(self) -> Pins:
         return Pins(self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.micro_batch,

@@ -6,7 +6,9 @@
    divides the experts and dp·cp; pp ≤ layers with the last stage keeping ≥ 1 layer (uneven
    stages as Llama 3's 126 layers on 16 stages); v divides a stage's layers; dp = world /
    (tp·cp·pp) divides the global batch; b divides a replica's share; m ≥ p. ZeRO-3 only with
-   pp = 1 (neither Megatron-LM nor DeepSpeed pipelines it).
+   pp = 1 (neither Megatron-LM nor DeepSpeed pipelines it). DualPipe (DeepSeek-V3's schedule,
+   two chunks a rank fed from both ends) for MoE models, or when pinned: p even, m ≥ p and
+   even.
 2. Memory (:mod:`app.sim.planner.memory`): chapter 1's ledger, vectorised over the grid.
 3. Time (:mod:`app.sim.planner.cost`): per micro-batch and stage, then the step.
 4. Rank: those that fit first by tokens/s, then those that do not; the list is bounded.
@@ -39,7 +41,7 @@ class Pins:
     zero: int | None = None
     micro_batch: int | None = None
     recompute: str | None = None
-    schedule: str | None = None     # 1f1b | interleaved_1f1b
+    schedule: str | None = None     # 1f1b | interleaved_1f1b | dualpipe
     chunks: int | None = None       # v
 
 
@@ -80,8 +82,9 @@ def grid(model: PlanModel, world: int, global_batch: int, pins: Pins = Pins()
         if L - (p - 1) * per < 1:
             continue
         pps.append(p)
-    names = ("tp", "cp", "ep", "pp", "v", "dp", "zero", "b", "m", "rc")
-    blocks: list[np.ndarray] = []   # each (rows, 10), in the order of ``names``
+    names = ("tp", "cp", "ep", "pp", "v", "dp", "zero", "b", "m", "rc", "dual")
+    blocks: list[np.ndarray] = []   # each (rows, 11), in the order of ``names``
+    dual_ok = model.moe or pins.schedule == "dualpipe"
     recomputes = np.array([r for r, rc in enumerate(RECOMPUTES) if _ok(pins.recompute, rc)],
                           dtype=np.int64)
     for t in tps:
@@ -98,33 +101,38 @@ def grid(model: PlanModel, world: int, global_batch: int, pins: Pins = Pins()
                     continue
                 share = global_batch // d
                 per = ceil(L / p)
-                vs = [1] + ([v for v in range(2, MAX_V + 1) if per % v == 0] if p > 1 else [])
+                vs = [(1, 0)] + ([(v, 0) for v in range(2, MAX_V + 1) if per % v == 0]
+                                 if p > 1 else [])
+                if dual_ok and p > 1 and p % 2 == 0:
+                    vs.append((1, 1))
                 zeros = np.array([z for z in range(4) if _ok(pins.zero, z)
                                   and not (d * c == 1 and z) and not (z == 3 and p > 1)],
                                  dtype=np.int64)
                 # the (ZeRO, b, m, recompute) rows of each v: b slowest, recompute fastest,
                 # as nested loops give them; they do not depend on ep
                 tails = {}
-                for v in vs:
-                    if pins.chunks is not None and v != pins.chunks:
+                for v, dual in vs:
+                    if pins.chunks is not None and pins.chunks != (2 if dual else v):
                         continue
-                    sched = "interleaved_1f1b" if v > 1 else "1f1b"
+                    sched = "dualpipe" if dual else "interleaved_1f1b" if v > 1 else "1f1b"
                     if pins.schedule is not None and pins.schedule != sched:
                         continue
                     bs = np.array([b for b in range(1, min(MAX_MICRO_BATCH, share) + 1)
                                    if share % b == 0 and _ok(pins.micro_batch, b)
                                    and not (p > 1 and (share // b < p
-                                                       or (v > 1 and (share // b) % p)))],
+                                                       or (v > 1 and (share // b) % p)
+                                                       or (dual and (share // b) % 2)))],
                                   dtype=np.int64)
                     nb, nz, nr = len(bs), len(zeros), len(recomputes)
                     if nb and nz and nr:
                         b_ = np.repeat(bs, nz * nr)
-                        tails[v] = np.stack([np.tile(np.repeat(zeros, nr), nb), b_, share // b_,
-                                             np.tile(recomputes, nb * nz)], axis=1)
+                        tails[(v, dual)] = np.stack(
+                            [np.tile(np.repeat(zeros, nr), nb), b_, share // b_,
+                             np.tile(recomputes, nb * nz), np.full(len(b_), dual)], axis=1)
                 for e in eps:
                     if (d * c) % e:
                         continue
-                    for v, tail in tails.items():
+                    for (v, _), tail in tails.items():
                         block = np.empty((len(tail), len(names)), dtype=np.int64)
                         block[:, :6] = (t, c, e, p, v, d)
                         block[:, 6:] = tail
@@ -232,11 +240,13 @@ def L_uneven(model: PlanModel, pp: int) -> bool:
 
 def candidate(model, cluster, g, r, i) -> Candidate:
     v = int(g["v"][i])
+    dual = "dual" in g and bool(g["dual"][i])
     return Candidate(
         tp=int(g["tp"][i]), pp=int(g["pp"][i]), dp=int(g["dp"][i]), cp=int(g["cp"][i]),
         ep=int(g["ep"][i]), zero=int(g["zero"][i]), micro_batch=int(g["b"][i]),
         recompute=RECOMPUTES[int(g["rc"][i])],
-        schedule="interleaved_1f1b" if v > 1 else "1f1b", chunks=v,
+        schedule="dualpipe" if dual else "interleaved_1f1b" if v > 1 else "1f1b",
+        chunks=2 if dual else v,
         microbatches=int(g["m"][i]), fits=bool(r["fits"][i]), peak_bytes=float(r["peak"][i]),
         step_s=float(r["step"][i]), tokens_per_s=float(r["tokens_per_s"][i]),
         tflops_per_gpu=float(r["tflops"][i]), mfu=float(r["mfu"][i]), bound=r["bound"][i],

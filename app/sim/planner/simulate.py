@@ -1,39 +1,14 @@
-"""``simulate(params) → PlannerTrace``: the search, the published comparison, the frames."""
+"""``simulate(params) → PlannerTrace``: the search, the frames, and the accuracy ledger's
+summary (:mod:`app.sim.planner.ledger`, computed once a process)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
+from app.sim.planner.ledger import ledger
 from app.sim.planner.params import PlannerParams
-from app.sim.planner.published import RUNS, Run
-from app.sim.planner.search import Candidate, Plan, search
+from app.sim.planner.search import Plan, search
 from app.sim.trace import Frame
-
-
-@dataclass(frozen=True)
-class Comparison:
-    run: Run
-    predicted: Candidate | None
-    best: Candidate | None
-
-    @property
-    def predicted_tflops(self) -> float | None:
-        """As the source reports: Llama 3 model FLOPs (MFU × peak), PTD-P executed FLOPs."""
-        p = self.predicted
-        if p is None:
-            return None
-        return p.mfu * 989 if self.run.published_mfu is not None else p.tflops_per_gpu
-
-    def to_dict(self) -> dict:
-        p = self.predicted
-        return {"name": self.run.name, "source": self.run.source, "mix": self.run.mix,
-                "published_tflops": self.run.published_tflops,
-                "published_mfu": self.run.published_mfu,
-                "predicted_tflops": self.predicted_tflops,
-                "predicted_mfu": p.mfu if p else None,
-                "best_over_published": (self.best.tokens_per_s / p.tokens_per_s
-                                        if p and self.best else None)}
 
 
 @dataclass(frozen=True)
@@ -50,24 +25,16 @@ class PlannerTrace:
                 "truncated": plan.truncated, "listed": len(plan.candidates),
                 "message": plan.message,
                 "rejected": [{"family": f, "reason": r} for f, r in plan.rejected],
-                "published": [c.to_dict() for c in published()],
+                "ledger": ledger_summary(),
                 "frames": [{"step": f.step, "caption": f.caption} for f in self.frames]}
 
 
-def compare(run: Run) -> Comparison:
-    p = PlannerParams(**run.query, **{k: v for k, v in run.mix.items() if k != "dp"})
-    pinned = search(p.plan_model(), p.cluster(), p.global_batch, p.pins(), listed=1)
-    free_params = PlannerParams(**run.query)
-    free = search(free_params.plan_model(), free_params.cluster(), free_params.global_batch,
-                  free_params.pins(), listed=1)
-    return Comparison(run, pinned.best, free.best)
-
-
-@cache
-def published() -> tuple[Comparison, ...]:
-    """The published runs against the planner (constants in, so computed once per process:
-    every planner page shows them, and they are seven searches)."""
-    return tuple(compare(r) for r in RUNS)
+def ledger_summary() -> dict:
+    """How far the planner is from the published runs, and where the rows are."""
+    led = ledger()
+    return {"rows": len(led.rows), "mean_abs_error": led.mean_abs_error,
+            "max_abs_error": led.max_abs_error, "url": "/api/planner/ledger",
+            "page": "/planner/accuracy"}
 
 
 def simulate(p: PlannerParams) -> PlannerTrace:
