@@ -5,7 +5,9 @@ contract fields and of the whole answer, into old_queries.json beside this file.
 
     python tests/api/golden/old_queries.py --app-root DIR
 
-DIR is a checkout of the commit before the rename (a44eb49: ``git worktree add DIR a44eb49``);
+DIR is a checkout of the commit before the rename with the numbers fixed since (7027016, the
+planner branch before it took the renames: MoE's combine, Ulysses' links; ``git worktree add DIR
+7027016``);
 tests/api/test_renames.py holds today's answers to those hashes. Run from a checkout of today,
 the same command pins today's code instead (SHARDSCOPE_REGEN_GOLDEN=1 in the test does that).
 """
