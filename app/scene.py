@@ -43,6 +43,9 @@ class Scene:
     also_in: tuple[int, ...] = ()
     """further chapters whose course entry lists this scene (after their own scenes' order)"""
 
+    def __post_init__(self):
+        _BY_PARAMS.setdefault(self.params, self)
+
     @property
     def chapters(self) -> tuple[int, ...]:
         """Every chapter that lists the scene: its own first."""
@@ -56,6 +59,15 @@ class Scene:
 
     def frame_count(self, trace: Any) -> int:
         return len(trace.frames)
+
+
+_BY_PARAMS: dict[type, Scene] = {}
+"""Each declared scene by its params model (the first to declare a model owns it)."""
+
+
+def scene_of(params: SceneParams) -> Scene | None:
+    """The scene whose params model ``params`` is an instance of, if one was declared."""
+    return _BY_PARAMS.get(type(params))
 
 
 def trace_of(scene: Scene, params: SceneParams) -> Any:

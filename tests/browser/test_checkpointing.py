@@ -26,7 +26,7 @@ def test_slider_recompute_and_keyboard(page):
     page.locator(".deck-frame").click()
     for _ in range(3):
         page.keyboard.press("ArrowRight")
-    expect(page.locator("[data-k]")).to_have_text("3")
+    expect(page.locator("[data-k]")).to_have_text("4")
     expect(page).to_have_url(re.compile(r"frame=3"))
     expect(page.locator("[data-captions] li:not([hidden])")).to_contain_text("Forward, layer 3")
     expect(page.locator(".deck-frame .frame.current .step-header")).to_contain_text("Forward")

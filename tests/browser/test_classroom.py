@@ -39,7 +39,8 @@ def open_page(page, path, width, height):
 
 
 def position(page) -> int:
-    return int(page.inner_text("[data-player-bar] [data-k]"))
+    """The frame on screen (from 0): the player shows it as step k + 1."""
+    return int(page.inner_text("[data-player-bar] [data-k]")) - 1
 
 
 def test_home_links_every_scene(page):
@@ -141,7 +142,7 @@ def test_a_slider_let_go_of_gives_the_arrows_to_the_player(page):
     expect(slider).to_have_value(str(int(world) + 1))
     expect(page).to_have_url(re.compile(rf"world={int(world) + 1}&"))
     page.keyboard.press("PageDown")
-    assert position(page) == 1                     # the new stage starts at step 0
+    assert position(page) == 1                     # the new stage starts at its first step
 
 
 def test_text_fields_keep_their_keys(page):
@@ -165,8 +166,8 @@ def test_embed_options(page):
     open_page(page, "/pipeline", 1600, 1000)
     page.click("[data-embed-open]")
     page.select_option('[data-embed-opt="aspect"]', "4:3")
-    page.fill('[data-embed-opt="start"]', "2")
-    page.fill('[data-embed-opt="end"]', "5")
+    page.fill('[data-embed-opt="start"]', "3")      # steps, from 1: frames 2 to 5
+    page.fill('[data-embed-opt="end"]', "6")
     page.check('[data-embed-opt="autoplay"]')
     page.select_option('[data-embed-opt="speed"]', "2")
     page.check('[data-embed-opt="caption"]')
@@ -198,7 +199,7 @@ def test_course_walk_and_nearest_step(page, slug):
     assert (nxt.get_attribute("href") if nxt else None) == ("/" + SLUGS[i + 1] if i + 1 < len(SLUGS) else None)
     last = int(page.get_attribute("[data-player]", "data-frames")) - 1
     assert position(page) == last
-    assert re.fullmatch(rf"step {last} of {last}( · .+)?", page.inner_text("[data-player-bar] [data-position]").strip())
+    assert re.fullmatch(rf"step {last + 1} of {last + 1}( · .+)?", page.inner_text("[data-player-bar] [data-position]").strip())
 
 
 PHONE = {"width": 390, "height": 844}
@@ -276,4 +277,4 @@ def test_position_names_the_unit(page, slug):
     for k in sorted({1, last // 2, last}):
         page.evaluate(f"document.querySelector('#stage [data-player]').__player.show({k}, false)")
         text = page.inner_text("[data-player-bar] [data-position]").strip()
-        assert re.fullmatch(rf"step {k} of {last} · ({UNITS.get(slug, '.+')})", text), (slug, k, text)
+        assert re.fullmatch(rf"step {k + 1} of {last + 1} · ({UNITS.get(slug, '.+')})", text), (slug, k, text)

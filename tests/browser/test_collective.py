@@ -23,7 +23,7 @@ def test_from_the_course_to_the_chapter(page):
     page.get_by_role("link", name="Collective communication").first.click()
     page.wait_for_url("**/collective")
     assert page.locator("svg.deck").is_visible()
-    assert page.locator("[data-position]").inner_text() == "step 0 of 6 · before the collective"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 7 · before the collective"
 
 
 def test_moving_a_slider_repaints_the_stage_and_the_url(page):
@@ -33,7 +33,7 @@ def test_moving_a_slider_repaints_the_stage_and_the_url(page):
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("6 ranks"))
     assert page.locator("svg.deck").get_attribute("aria-label") != before
     expect(page).to_have_url(re.compile("world=6"))
-    assert page.locator("[data-position]").inner_text() == "step 0 of 10 · before the collective"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 11 · before the collective"
     # the op switch: reduce_scatter needs a multiple of 6 elements; the slider keeps it valid
     page.locator("label", has_text="ReduceScatter").click()
     expect(page.locator("svg.deck")).to_have_attribute("aria-label",
@@ -49,24 +49,24 @@ def test_keyboard_steps_and_plays(page):
     assert caption.inner_text().startswith("Before")
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 1 of 6 · reduce-scatter, round 1 of 3"
+    assert page.locator("[data-position]").inner_text() == "step 2 of 7 · reduce-scatter, round 1 of 3"
     assert caption.inner_text().startswith("Step 1 of 6")
     expect(page).to_have_url(re.compile("frame=1"))
     page.keyboard.press("End")
-    assert page.locator("[data-position]").inner_text() == "step 6 of 6 · all-gather, round 3 of 3"
+    assert page.locator("[data-position]").inner_text() == "step 7 of 7 · all-gather, round 3 of 3"
     assert "Done" in caption.inner_text()
     page.keyboard.press("ArrowLeft")
-    assert page.locator("[data-position]").inner_text() == "step 5 of 6 · all-gather, round 2 of 3"
+    assert page.locator("[data-position]").inner_text() == "step 6 of 7 · all-gather, round 2 of 3"
     page.keyboard.press("Home")
     page.keyboard.press(" ")
-    expect(page.locator("[data-k]")).to_have_text("2", timeout=10000)
+    expect(page.locator("[data-k]")).to_have_text("3", timeout=10000)
     page.keyboard.press(" ")
     assert not page.locator(".player.playing").count()
 
 
 def test_the_url_opens_that_very_step(page):
     page.goto(page.base + "/collective?world=5&count=10&op=all_gather&frame=3")
-    assert page.locator("[data-position]").inner_text() == "step 3 of 4 · all-gather, round 3 of 4"
+    assert page.locator("[data-position]").inner_text() == "step 4 of 5 · all-gather, round 3 of 4"
     assert page.locator('svg.deck g.frame[data-frame="4"]').count() == 0  # not drawn yet
     page.keyboard.press("ArrowRight")
     assert page.locator('svg.deck g.frame[data-frame="4"].current').count() == 1

@@ -20,7 +20,7 @@ def test_from_the_course_to_the_chapter(page):
     page.get_by_role("link", name="Long context: context parallelism", exact=True).first.click()
     page.wait_for_url("**/context-parallel")
     assert page.locator("svg.deck").is_visible()
-    assert page.locator("[data-position]").inner_text() == "step 0 of 5 · who holds what"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 6 · who holds what"
 
 
 def test_the_cp_slider_repaints_the_stage_and_the_url(page):
@@ -44,7 +44,7 @@ def test_keyboard_steps_through_the_ring(page):
     page.locator("body").click(position={"x": 5, "y": 5})
     for _ in range(2):
         page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 2 of 5 · ring step 2 of 4"
+    assert page.locator("[data-position]").inner_text() == "step 3 of 6 · ring step 2 of 4"
     assert caption.inner_text().startswith("Ring step 2 of 4")
     expect(page).to_have_url(re.compile("frame=2"))
     assert page.locator('svg.deck g.frame[data-frame="2"].current').count() == 1

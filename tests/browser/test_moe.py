@@ -19,7 +19,7 @@ def test_from_the_course_to_the_chapter(page):
     page.get_by_role("link", name="Mixture of experts").first.click()
     page.wait_for_url("**/moe")
     assert page.locator("svg.deck").is_visible()
-    assert page.locator("[data-position]").inner_text() == "step 0 of 7 · before routing: tokens and router logits"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 8 · before routing: tokens and router logits"
 
 
 def test_sliders_repaint_the_stage_and_the_url(page):
@@ -41,15 +41,15 @@ def test_keyboard_steps_through_the_layer(page):
     page.locator("body").click(position={"x": 5, "y": 5})
     for _ in range(3):
         page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 3 of 7 · MoE layer stage 3 of 7: capacity and drops"
+    assert page.locator("[data-position]").inner_text() == "step 4 of 8 · MoE layer stage 3 of 7: capacity and drops"
     assert caption.inner_text().startswith("Capacity = ⌈(16/2) · 2/8 · 1⌉ = 2")
     expect(page).to_have_url(re.compile("frame=3"))
     assert page.locator('svg.deck g.frame[data-frame="3"].current').count() == 1
     page.keyboard.press("End")
-    assert page.locator("[data-position]").inner_text() == "step 7 of 7 · MoE layer stage 7 of 7: weighted sum: the output"
+    assert page.locator("[data-position]").inner_text() == "step 8 of 8 · MoE layer stage 7 of 7: weighted sum: the output"
     assert "max |difference|" in caption.inner_text()
     page.keyboard.press("Home")
-    assert page.locator("[data-position]").inner_text() == "step 0 of 7 · before routing: tokens and router logits"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 8 · before routing: tokens and router logits"
 
 
 def test_embed_opens_inside_an_iframe(page):

@@ -26,11 +26,11 @@ def test_slider_keyboard_and_dependent_controls(page):
     page.locator(".deck-frame").click()
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
-    expect(page.locator("[data-k]")).to_have_text("2")
+    expect(page.locator("[data-k]")).to_have_text("3")
     expect(page).to_have_url(re.compile(r"frame=2"))
     expect(page.locator("[data-captions] li:not([hidden])")).to_contain_text("w·(1 − ηλ)")
     page.keyboard.press("End")
-    expect(page.locator("[data-k]")).to_have_text("40")
+    expect(page.locator("[data-k]")).to_have_text("41")
 
     expect(page.locator("#f-momentum")).to_be_hidden()
     page.locator(".segmented span", has_text=re.compile(r"^Momentum$")).click()

@@ -20,7 +20,7 @@ def test_from_the_course_to_the_scene(page):
                      exact=True).first.click()
     page.wait_for_url("**/parallelism")
     assert page.locator("svg.deck").is_visible()
-    assert page.locator("[data-position]").inner_text() == "step 0 of 12 · the mesh"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 13 · the mesh"
 
 
 def test_a_slider_repaints_the_stage_and_the_url(page):
@@ -38,7 +38,7 @@ def test_keys_step_the_player_and_the_caption(page):
     assert caption.inner_text().startswith("8 ranks = tp 2")
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text() == "step 1 of 12 · tp groups"
+    assert page.locator("[data-position]").inner_text() == "step 2 of 13 · tp groups"
     assert "tensor-parallel groups of 2" in caption.inner_text()
     expect(page).to_have_url(re.compile("frame=1"))
     assert page.locator('svg.deck g.frame.current[data-axis="tp"]').is_visible()
@@ -93,5 +93,5 @@ def test_embed_plays_inside_an_iframe(page):
     frame = page.frame_locator("iframe")
     frame.locator("svg.deck").wait_for()
     frame.locator("[data-act=next]").click()
-    expect(frame.locator("[data-position]")).to_have_text("step 1 of 12 · tp groups")
+    expect(frame.locator("[data-position]")).to_have_text("step 2 of 13 · tp groups")
     assert frame.locator("#controls").count() == 0

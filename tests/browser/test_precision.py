@@ -27,7 +27,7 @@ def test_typed_value_slider_and_keyboard(page):
 
     page.locator(".deck-frame").click()
     page.keyboard.press("ArrowRight")
-    expect(page.locator("[data-k]")).to_have_text("1")
+    expect(page.locator("[data-k]")).to_have_text("2")
     expect(page).to_have_url(re.compile(r"frame=1"))
     expect(page.locator(".deck-frame .frame.current .step-header")).to_contain_text("Training step 1 of 24")
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 
 def frame_shown(page) -> int:
-    return int(page.locator(".player [data-k]").inner_text())
+    return int(page.locator(".player [data-k]").inner_text()) - 1   # the frame: step k + 1 is shown
 
 
 def test_slider_block_and_keyboard(page):
