@@ -404,14 +404,41 @@
     var lede = target.closest("[data-lede]");
     if (lede && !target.closest("a")) { lede.classList.toggle("folded"); fit(); }
   });
+  // A listing may be wider than its panel and scroll sideways: each is reachable by the keyboard
+  // (Tab, then the arrows) and named for a screen reader by its panel's heading. Attributes
+  // only, written when the page is idle: measuring which listings overflow would lay out the
+  // panels below the fold that a slider's move leaves alone.
+  var reaching = null;
+  function reachScrollers() {
+    if (reaching) return;
+    var run = function () {
+      reaching = null;
+      document.querySelectorAll("#stage pre:not([tabindex])").forEach(function (el) {
+        el.setAttribute("tabindex", "0");
+        el.setAttribute("role", "region");
+        var panel = el.closest("section, .panel");
+        var heading = panel && panel.querySelector("h2, h3");
+        var listings = panel ? Array.prototype.slice.call(panel.querySelectorAll("pre")) : [el];
+        var name = heading ? heading.textContent.trim() + ": " : "";
+        el.setAttribute("aria-label", name + "listing" + (listings.length > 1 ? " " + (listings.indexOf(el) + 1) : ""));
+      });
+    };
+    reaching = window.requestIdleCallback ? window.requestIdleCallback(run, { timeout: 2000 }) : setTimeout(run, 500);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     markKeyField();
+    reachScrollers();
     fit();
     if (presenting()) { Lecture.join(); loadStops(); }
   });
   window.addEventListener("load", fit);
   window.addEventListener("resize", fit);
-  document.addEventListener("htmx:afterSettle", function () { fitSoon(); loadStops(); });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    fitSoon();
+    loadStops();
+    if (event.target && event.target.id === "stage") reachScrollers();
+  });
 
   window.ShardscopeClassroom = {
     key: key, present: present, blank: blank, blanked: blanked, help: help, fit: fit,
