@@ -1,4 +1,5 @@
-# Shardscope — `make run` serves the app, `make test` runs every test, `make bench` measures.
+# Shardscope — `make run` serves the app, `make test` runs every test, `make bench` measures,
+# `make docs` builds the documentation site into site/.
 # Each target installs what it needs into .venv and static/vendor first; a second run only
 # re-installs when pyproject.toml or package-lock.json changed.
 
@@ -9,17 +10,22 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench setup setup-test browser export-deps clean
+.PHONY: run test bench docs setup setup-test browser export-deps clean
 
 run: setup
 	HOST=$(HOST) PORT=$(PORT) $(VENV)/bin/shardscope serve
 
 setup: export-deps $(VENV)/.installed-app static/vendor/htmx.min.js static/vendor/swagger-ui/swagger-ui-bundle.js
 
-setup-test: setup $(VENV)/.installed-test browser static/vendor/axe.min.js
+setup-test: setup $(VENV)/.installed-test $(VENV)/.installed-docs browser static/vendor/axe.min.js
 
 test: setup-test
 	$(PY) -m pytest
+
+# The site is built offline (no CDN, no web fonts: mkdocs.yml); tests/docs/ builds it again
+# under `make test` and holds its links, so CI checks the docs too.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: setup-test
 	@command -v wrk >/dev/null 2>&1 || $(SUDO) apt-get install -y wrk || ($(SUDO) apt-get update && $(SUDO) apt-get install -y wrk)
@@ -36,6 +42,10 @@ $(VENV)/.installed-app: pyproject.toml | $(VENV)/bin/python
 # torch is pinned to 2.13.0: an unpinned torch would pull a multi-GB CUDA build.
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-app
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[verify,test]'
+	touch $@
+
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-app
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[docs]'
 	touch $@
 
 # htmx and Swagger UI (for /api/docs) come from the npm registry (package.json +
@@ -80,4 +90,4 @@ export-deps:
 	fi
 
 clean:
-	rm -rf $(VENV) node_modules static/vendor .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules static/vendor .pytest_cache .hypothesis site

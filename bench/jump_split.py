@@ -94,7 +94,7 @@ def measure(base: str, scenes, jumps: int = 8) -> dict:
 
 
 def rows(split: dict) -> list[str]:
-    """The README's table of where a jump's time goes (medians, ms)."""
+    """The table of where a jump's time goes (medians, ms), for docs/performance.md."""
     if not split:
         return []
     out = ["| scene (key slider) | jump, total | before the request | server render | network "

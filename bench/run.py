@@ -1,4 +1,4 @@
-"""``make bench``: measure DESIGN.md's performance budgets and write them into the README.
+"""``make bench``: measure DESIGN.md's performance budgets and write them into docs/performance.md.
 
     .venv/bin/python -m bench.run [--quick]
 
@@ -16,7 +16,9 @@
    model's extremes), their page, /api and /svg, time and size.
 6. Exports of a 30-frame scene: GIF, PDF, PPTX, HTML (< 5 s) and MP4 (< 10 s), uncached.
 
-Results go to bench/results/latest.json and between the bench markers of README.md.
+Results go to bench/results/latest.json and between the markers of docs/performance.md (the
+docs site's Performance page): ``bench:`` for the table above, ``jump-split:`` for where a jump's
+time goes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import re
 import time
 import urllib.request
 from datetime import datetime, timezone
+from pathlib import Path
 
 from app.main import SCENES
 from bench import browser, exports, heaviest, jump_split, planner
@@ -190,22 +193,33 @@ def table(r: dict) -> str:
     return "\n".join(rows)
 
 
-def update_readme(text: str, split: str = "") -> None:
-    readme = ROOT / "README.md"
-    content = readme.read_text()
-    new = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->",
-                 lambda _: f"<!-- bench:start -->\n{text}\n<!-- bench:end -->", content, flags=re.S)
+PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
+"""The docs page whose marked blocks `make bench` rewrites."""
+
+
+def between_markers(content: str, name: str, text: str, where: str = "the page") -> str:
+    """content with the block between <!-- name:start --> and <!-- name:end --> replaced by text."""
+    pattern = rf"<!-- {name}:start -->.*?<!-- {name}:end -->"
+    if not re.search(pattern, content, flags=re.S):
+        raise SystemExit(f"{where} has no <!-- {name}:start --> … <!-- {name}:end --> markers to "
+                         f"write the bench's table between")
+    return re.sub(pattern, lambda _: f"<!-- {name}:start -->\n{text}\n<!-- {name}:end -->", content,
+                  count=1, flags=re.S)
+
+
+def update_docs(text: str, split: str = "", page: Path = PERFORMANCE_PAGE) -> None:
+    """Write the bench table (and, when measured, the jump split) into the Performance page."""
+    content = between_markers(page.read_text(), "bench", text, page.name)
     if split:
-        new = re.sub(r"<!-- jump-split:start -->.*<!-- jump-split:end -->",
-                     lambda _: f"<!-- jump-split:start -->\n{split}\n<!-- jump-split:end -->",
-                     new, flags=re.S)
-    readme.write_text(new)
+        content = between_markers(content, "jump-split", split, page.name)
+    page.write_text(content)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests and moves")
-    parser.add_argument("--no-readme", action="store_true", help="leave README.md alone")
+    parser.add_argument("--no-docs", action="store_true",
+                        help="leave docs/performance.md alone (print the tables only)")
     args = parser.parse_args()
     results = run(args.quick)
     out = ROOT / "bench" / "results"
@@ -215,8 +229,8 @@ def main() -> None:
     split = "\n".join(jump_split.rows(results.get("jump_split", {})))
     print(text)
     print(split)
-    if not args.no_readme:
-        update_readme(text, split)
+    if not args.no_docs:
+        update_docs(text, split)
 
 
 if __name__ == "__main__":
