@@ -50,7 +50,7 @@ def test_keyboard_steps_and_plays(page):
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("ArrowRight")
     assert page.locator("[data-position]").inner_text() == "step 2 of 7 · reduce-scatter, round 1 of 3"
-    assert caption.inner_text().startswith("Step 1 of 6")
+    assert caption.inner_text().startswith("Communication step 1 of 6")
     expect(page).to_have_url(re.compile("frame=1"))
     page.keyboard.press("End")
     assert page.locator("[data-position]").inner_text() == "step 7 of 7 · all-gather, round 3 of 3"
@@ -94,7 +94,7 @@ def test_download_svg_of_the_current_step(page):
     path = info.value.path()
     text = open(path, encoding="utf-8").read()
     assert text.startswith("<?xml") and "<svg" in text
-    assert "Step 2 of 6" in text
+    assert "Communication step 2 of 6" in text
 
 
 def test_real_run_button_shows_a_pass(page):
@@ -133,5 +133,5 @@ def test_the_stage_shows_without_javascript(browser, live_server):
     page.goto(live_server + "/collective?world=4&count=8&frame=2")
     assert page.locator("svg.deck").is_visible()
     assert page.locator("[data-captions] > li:not([hidden])").inner_text().startswith(
-        "Step 2 of 6")
+        "Communication step 2 of 6")
     context.close()
