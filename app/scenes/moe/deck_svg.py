@@ -36,13 +36,17 @@ def render(deck: MoeDeck, current: int, *, standalone: bool = False,
 def _frame(f: FrameView, current: int, standalone: bool) -> list[str]:
     css = "frame" + (" current" if f.index == current else "") + (" step" if f.index else "")
     out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{_e(f.unit)}">']
+    shown = not standalone or f.index == current
+    # the arrows under the frame's own drawing: no line runs through a slot's number
+    if shown and f.arrows:
+        out.append('<g class="only-current arrows">')
+        out += [_arrow(a) for a in f.arrows]
+        out += [_arrow_label(a) for a in f.arrows if a.label]   # over every line, halo and all
+        out.append("</g>")
     # labels in a row are written together (_texts)
     for labels, items in groupby(f.items, key=lambda item: isinstance(item, Text)):
         out += [_texts(items)] if labels else [_item(item, standalone) for item in items]
-    if not standalone or f.index == current:
-        out.append('<g class="only-current arrows">')
-        out += [_arrow(a) for a in f.arrows]
-        out.append("</g>")
+    if shown:
         out.append(f'<text class="only-current ink step-header" x="20" y="34" font-size="22" '
                    f'font-weight="700">{_e(f.header)}</text>')
     out.append("</g>")
@@ -95,8 +99,11 @@ def _item(item, standalone: bool) -> str:
 
 
 def _arrow(a: Arrow) -> str:
-    label = (f'<text class="ink halo-bg" x="{coord(a.lx)}" y="{coord(a.ly)}" font-size="14" '
-             f'font-weight="700" text-anchor="middle">{a.label}</text>' if a.label else "")
     return (f'<g class="arrow"><path d="{a.d}" fill="none" stroke="{a.colour}" '
             f'stroke-width="2.5" stroke-linecap="round"/><polygon points="{a.head}" '
-            f'fill="{a.colour}"/>{label}</g>')
+            f'fill="{a.colour}"/></g>')
+
+
+def _arrow_label(a: Arrow) -> str:
+    return (f'<text class="ink halo-bg" x="{coord(a.lx)}" y="{coord(a.ly)}" font-size="14" '
+            f'font-weight="700" text-anchor="middle">{a.label}</text>')
