@@ -37,7 +37,11 @@
     view.querySelectorAll("[data-go]").forEach(function (b) {
       if (parseInt(b.dataset.go, 10) === k) {
         b.setAttribute("aria-current", "step");
-        b.scrollIntoView({ block: "nearest" });
+        // the list scrolls to it, not the window (on a phone the list is part of the page)
+        var list = b.closest("ol"), top = b.offsetTop;
+        if (top < list.scrollTop || top + b.offsetHeight > list.scrollTop + list.clientHeight) {
+          list.scrollTop = Math.max(0, top - list.clientHeight / 3);
+        }
       } else b.removeAttribute("aria-current");
     });
     var last = k + 1 >= frames;
