@@ -25,6 +25,13 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
 
 
+def opened(browser, base: str, path: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(base + path)
+    page.wait_for_load_state("load")
+    return page
+
+
 def save(name: str, png: bytes, width: int) -> None:
     (OUT / f"lecturer-{name}.png").write_bytes(small_png(png, width))
     print(name)
@@ -62,9 +69,7 @@ def both(browser, base: str) -> None:
 
 
 def pen(browser, base: str) -> None:
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(base + "/collective?present=1&frame=3")
-    page.wait_for_load_state("load")
+    page = opened(browser, base, "/collective?present=1&frame=3")
     page.keyboard.press("d")
     box = page.locator("#stage svg.deck").bounding_box()
     x, y = box["x"] + box["width"] * 0.62, box["y"] + box["height"] * 0.2
@@ -83,17 +88,13 @@ def pen(browser, base: str) -> None:
 
 
 def contrast(browser, base: str) -> None:
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(base + "/tensor-parallel?theme=contrast&frame=3")
-    page.wait_for_load_state("load")
+    page = opened(browser, base, "/tensor-parallel?theme=contrast&frame=3")
     save("contrast", page.screenshot(), 1280)
     page.close()
 
 
 def export_menu(browser, base: str) -> None:
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(base + "/moe")
-    page.wait_for_load_state("load")
+    page = opened(browser, base, "/moe")
     page.click(".export-menu > summary")
     page.fill("[data-export-first]", "3")
     page.fill("[data-export-last]", "6")
