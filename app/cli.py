@@ -133,7 +133,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from app.scene import json_of, trace_of
-    from app.templating import render
     scene = next(s for s in SCENES if s.slug == args.scene)
     try:
         params = _params(scene, args)
@@ -153,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shardscope: --{problem.param.replace('_', '-')}: {problem.message}",
                   file=sys.stderr)
         return 2
-    body = render("_partials/deck_file.svg", **scene.export(params, trace, args.frame))
+    from app.export.frames import frame_svg
+    body = frame_svg(scene, params, trace, args.frame, describe=True)   # as GET /svg answers it
     if args.output == "-":
         sys.stdout.write(body)
     else:

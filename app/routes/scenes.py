@@ -51,6 +51,10 @@ VARY = "HX-Request, HX-History-Restore-Request"
 history restore (which sends HX-Request too), so caches must tell the three apart."""
 
 
+THEMES = ("light", "dark", "contrast", "auto")
+"""The colour themes an address may ask for (static/js/theme.js)."""
+
+
 def parse_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
     raw = query.get("frame")
     if raw is None or raw == "":
@@ -220,8 +224,10 @@ def scene_router(scene: Scene) -> APIRouter:
                                        frame=0, problems=error.problems, embed=True),
                                 status_code=422)
         frame = nearest_frame(request.query_params, scene.frame_count(trace))
+        theme = request.query_params.get("theme", "")     # the two frames take the view's
         return HTMLResponse(render("presenter.html", scene=scene, params=params, trace=trace,
-                                   frame=frame, problems=[], embed=True))
+                                   frame=frame, problems=[], embed=True,
+                                   theme=theme if theme in THEMES else ""))
 
     @router.get(f"/{scene.slug}/key-stops", openapi_extra=without_frame, responses=errors,
                 summary=f"{scene.title}: the stops of the key parameter "

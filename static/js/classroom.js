@@ -367,6 +367,7 @@
 
   // player.js asks first: true when the key was the classroom's
   function key(event) {
+    if (document.querySelector("[data-presenter]")) return false;   // presenter.js has its own
     var on = presenting();
     var k = event.key;
     if (k === "?") { help(); return true; }

@@ -203,7 +203,9 @@
         view.querySelector("[data-pv-link]").textContent = "In step with the presenting window.";
         if (m.query !== query) {
           // the presenting window moved to another state: follow it, where it is
-          window.location.replace("/" + slug + "/presenter?" + m.query + (m.frame ? "&frame=" + m.frame : ""));
+          var theme = new URLSearchParams(window.location.search).get("theme");
+          window.location.replace("/" + slug + "/presenter?" + m.query + (m.frame ? "&frame=" + m.frame : "") +
+                                  (theme ? "&theme=" + encodeURIComponent(theme) : ""));
           return;
         }
         if (current && m.frame !== current.k) { current.pause(); current.show(m.frame, m.kind === "frame", "remote"); }

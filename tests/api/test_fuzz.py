@@ -168,7 +168,9 @@ def test_the_budget_is_fixed_and_covers_every_operation():
     paths = {(m, p) for m, p, _ in cases()}
     assert paths == {(m, p) for m, p, _, _ in operations()}
     assert len({p for _, p in paths if p.startswith("/api/verify/")}) >= 5
-    assert len(cases()) < 4000
+    # (4,000 until every scene gained /<scene>/presenter and /<scene>/key-stops, issue 27: two
+    # more operations a scene, each a template or a few validations, no deck drawn)
+    assert len(cases()) < 4400
 
 
 def test_no_server_error_anywhere(fuzz_client):
