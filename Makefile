@@ -17,7 +17,7 @@ run: setup
 
 setup: export-deps $(VENV)/.installed-app static/vendor/htmx.min.js static/vendor/swagger-ui/swagger-ui-bundle.js
 
-setup-test: setup $(VENV)/.installed-test $(VENV)/.installed-docs browser nginx
+setup-test: setup $(VENV)/.installed-test $(VENV)/.installed-docs browser nginx static/vendor/axe.min.js
 
 test: setup-test
 	$(PY) -m pytest
@@ -62,6 +62,12 @@ static/vendor/swagger-ui/swagger-ui-bundle.js: node_modules/.installed
 	mkdir -p static/vendor/swagger-ui
 	cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css \
 	   static/vendor/swagger-ui/
+
+# axe-core (a devDependency) checks the pages' accessibility in the browser tests
+# (tests/browser/test_a11y.py): copied for the tests only; no page of the app loads it.
+static/vendor/axe.min.js: node_modules/.installed
+	mkdir -p static/vendor
+	cp node_modules/axe-core/axe.min.js static/vendor/axe.min.js
 
 # Browser tests drive Debian's Chromium; elsewhere tests fall back to Playwright's own browser.
 browser:

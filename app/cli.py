@@ -153,7 +153,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from app.scene import json_of, trace_of
-    from app.templating import render
     from app.view import scene_box
     scene = next(s for s in SCENES if s.slug == args.scene)
     try:
@@ -174,9 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shardscope: --{problem.param.replace('_', '-')}: {problem.message}",
                   file=sys.stderr)
         return 2
-    body = render("_partials/deck_file.svg",
-                  **scene.export_context(params, trace, args.frame, scene_box(scene, {},
-                                                                              export=True)))
+    from app.export.frames import frame_svg
+    body = frame_svg(scene, params, trace, args.frame, describe=True,   # as GET /svg answers it
+                     box=scene_box(scene, {}, export=True))
     if args.output == "-":
         sys.stdout.write(body)
     else:

@@ -47,6 +47,9 @@ class Scene:
     then ``view`` and ``export`` take the :class:`app.draw.box.Box` as a fourth argument.
     False for the scenes still to do (docs/legibility.md): their decks keep a fixed size."""
 
+    def __post_init__(self):
+        _BY_PARAMS.setdefault(self.params, self)
+
     @property
     def chapters(self) -> tuple[int, ...]:
         """Every chapter that lists the scene: its own first."""
@@ -71,6 +74,15 @@ class Scene:
         is :attr:`boxed`: the file's page, caption included."""
         return (self.export(params, trace, frame, box) if self.boxed and box is not None
                 else self.export(params, trace, frame))
+
+
+_BY_PARAMS: dict[type, Scene] = {}
+"""Each declared scene by its params model (the first to declare a model owns it)."""
+
+
+def scene_of(params: SceneParams) -> Scene | None:
+    """The scene whose params model ``params`` is an instance of, if one was declared."""
+    return _BY_PARAMS.get(type(params))
 
 
 def trace_of(scene: Scene, params: SceneParams) -> Any:

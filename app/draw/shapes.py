@@ -173,10 +173,14 @@ def label(t: Text) -> str:
             f'font-size="{coord(t.size)}"{anchor}{weight}{family}{fill}>{esc_text(t.text)}</text>')
 
 
-def arrow(a: Arrow, anchor: str = "middle", width: float = 2.5) -> str:
-    """An arrow (:func:`app.draw.svg.arrow`) with its number, bold, ``anchor``-ed at
-    (lx, ly) over a halo."""
-    number = (f'<text class="ink halo-bg" x="{coord(a.lx)}" y="{coord(a.ly)}" '
-              f'font-size="{FONT_SIZE}" font-weight="700" text-anchor="{anchor}">{a.label}'
-              f'</text>' if a.label else "")
-    return _arrow(a.d, a.head, a.colour, width, label=number)
+def arrow(a: Arrow, anchor: str = "middle", width: float = 2.5, number: bool = True) -> str:
+    """An arrow (:func:`app.draw.svg.arrow`) with its number (unless ``number`` is off: a deck
+    that writes the numbers over every line writes them with :func:`arrow_number`)."""
+    return _arrow(a.d, a.head, a.colour, width, label=arrow_number(a, anchor) if number else "")
+
+
+def arrow_number(a: Arrow, anchor: str = "middle") -> str:
+    """An arrow's number, bold, ``anchor``-ed at (lx, ly) over a halo ("" without a label)."""
+    return (f'<text class="ink halo-bg" x="{coord(a.lx)}" y="{coord(a.ly)}" '
+            f'font-size="{FONT_SIZE}" font-weight="700" text-anchor="{anchor}">{a.label}'
+            f'</text>' if a.label else "")

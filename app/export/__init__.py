@@ -5,12 +5,15 @@ and ``shardscope export``. Every format is made from the frames' standalone SVGs
     png   raster.py   the current ``frame``, ``width`` pixels wide (× ``scale``, 2 for retina)
     gif   gif.py      the animation, one frame a step at ``fps``, loops; ``width``; ``caption``
     mp4   mp4.py      the same as H.264 (yuv420p, even size) for PowerPoint, Keynote, Slides
-    pdf   pdf.py      one vector page a frame (CairoSVG + pypdf); ``caption``
-    pptx  pptx.py     one 16:9 slide a frame, caption in the notes (and on the slide: ``caption=1``)
+    pdf   pdf.py      one vector 16:9 page a frame, every page one size (CairoSVG + pypdf)
+    pptx  pptx.py     one 16:9 slide a frame: a title, the figure as SVG with a PNG fallback,
+                      the caption in the notes (and on the slide: ``caption=1``)
     html  html.py     one offline file: the embed page with its player inlined
 
-``first`` and ``last`` choose a range of frames. The work one query may ask for is bounded
-(:data:`MAX_FRAMES`, :data:`MAX_PIXELS`): beyond it the answer is a 422 naming the reason.
+``first`` and ``last`` choose a range of frames (counted from 0, as ``frame`` is: ``first=0``
+is step 1). Captions are wrapped to the figure's width (app/export/captions.py). The work one
+query may ask for is bounded (:data:`MAX_FRAMES`, :data:`MAX_PIXELS`): beyond it the answer is a
+422 naming the reason.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.caches import EXPORTS
-from app.export.frames import Progress, captions, frame_svg, frame_svgs, svg_size
+from app.export.frames import Progress, captions, frame_svgs, slide_svgs, svg_size, unit_of
 from app.params import ParamsError, Problem
 
 FORMATS = {
@@ -45,9 +48,10 @@ so this is about 6 s of CPU, a few seconds on two cores (raster.WORKERS): 38 fra
 MIN_WIDTH, MAX_WIDTH = 160, 3840
 
 OPTION_HELP = {
-    "frame": "the step to export (png, and the step the html opens at); default 0",
-    "first": "first step to export (gif, mp4, pdf, pptx); default 0",
-    "last": "last step to export, inclusive (gif, mp4, pdf, pptx); default the last",
+    "frame": "the frame to export, from 0 (frame 0 is step 1; png, and the step the html "
+             "opens at); default 0",
+    "first": "first frame to export, from 0 (gif, mp4, pdf, pptx); default 0",
+    "last": "last frame to export, inclusive, from 0 (gif, mp4, pdf, pptx); default the last",
     "width": f"pixel width, {MIN_WIDTH} to {MAX_WIDTH} (png: the SVG's; gif 960; mp4 1280; "
              f"pptx pictures 1280)",
     "scale": "1 or 2 (png: 2 doubles the width, for retina screens); default 1",
@@ -172,7 +176,7 @@ def plan(fmt: str, scene, params, trace, opts: Options) -> Plan:
                                            f"a range with first and last")])
     width = 0
     if fmt in DEFAULT_WIDTH:
-        w, h = svg_size(frame_svg(scene, params, trace, frames[0], caption, opts.box))
+        w, h = svg_size(next(frame_svgs(scene, params, trace, frames, caption, box=opts.box)))
         width = opts.width or DEFAULT_WIDTH[fmt] or round(w)
         if fmt == "png":
             width *= opts.scale
@@ -217,25 +221,41 @@ def _make(p: Plan, scene, params, trace, opts: Options, base_url: str,
             progress(1, 1)
         return page.encode("utf-8")
     # the SVGs first (a few ms each), then drawn side by side (app/export/pool.py)
-    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption and p.fmt != "pptx",
-                           box=opts.box))
     if p.fmt == "pdf":
         from app.export.pdf import pdf
-        return pdf(svgs, title, progress)
+        return pdf(list(slide_svgs(scene, params, trace, p.frames, p.caption, box=opts.box)), title,
+                   progress)
+    if p.fmt == "pptx":
+        return _pptx(p, scene, params, trace, title, progress, opts.box)
+    svgs = list(frame_svgs(scene, params, trace, p.frames, p.caption, box=opts.box))
     from app.export import raster
     if p.fmt == "png":
         return raster.png(svgs[0], p.width)
-    if p.fmt == "pptx":
-        from app.export.pptx import pptx
-        sizes = [raster.output_size(svg, p.width) for svg in svgs]
-        pictures = list(zip(raster.pngs(svgs, p.width, progress), sizes))
-        return pptx(pictures, captions(trace, p.frames), title, p.caption)
     images = raster.images(svgs, p.width, progress)
     if p.fmt == "gif":
         from app.export.gif import gif
         return gif(images, opts.fps)
     from app.export.mp4 import mp4
     return mp4(images, opts.fps)
+
+
+def _pptx(p: Plan, scene, params, trace, title: str, progress: Progress | None,
+          box=None) -> bytes:
+    """A slide a frame: the figure without its caption (the caption goes to the notes), drawn
+    as a PNG and kept as a flattened SVG, under a title naming the step."""
+    from app.export import raster
+    from app.export.flat import flatten
+    from app.export.frames import drawing
+    from app.export.pptx import Slide, pptx
+    draws = [drawing(scene, params, trace, k, box) for k in p.frames]
+    pngs = raster.pngs(draws, p.width, progress)
+    slides = []
+    for k, draw, png, caption in zip(p.frames, draws, pngs, captions(trace, p.frames)):
+        slides.append(Slide(
+            title=f"{scene.title} · step {k + 1} of {scene.frame_count(trace)}",
+            unit=unit_of(draw, k), caption=caption, png=png,
+            size=raster.output_size(draw, p.width), svg=flatten(draw)))
+    return pptx(slides, title, p.caption)
 
 
 def filename(fmt: str, scene, opts: Options) -> str:

@@ -17,8 +17,9 @@ from app.templating import STATIC, render
 OFFLINE_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "img-src data:; font-src data:; connect-src 'none'; form-action 'none'")
 
-DROP_SCRIPTS = ("vendor/htmx.min.js", "js/controls.js", "js/stage.js")
-"""Scripts that only fetch new states from the server: an offline file has a single state."""
+DROP_SCRIPTS = ("vendor/htmx.min.js", "js/controls.js", "js/stage.js", "js/share.js")
+"""Scripts that only fetch new states from the server (an offline file has a single state) or
+serve the site's toolbar, which an embed has not."""
 
 # history.replaceState on a file: URL may throw (origin "null"): the player keeps the address
 # bar on the current frame, which a saved file does without.

@@ -1,7 +1,8 @@
-"""One PDF page a frame, vector: CairoSVG converts each frame's SVG (text stays text, in the
+"""One PDF page a frame, vector: CairoSVG converts each frame's page (text stays text, in the
 embedded DejaVu Sans subset) and pypdf joins the pages, so Beamer's
-``\\includegraphics[page=k]{…}`` picks frame k − 1. The caption is part of each page, under the
-figure, unless ``caption=0``."""
+``\\includegraphics[page=k]{…}`` shows step k (page k is step k: steps count from 1). Every
+page of an export has one size, 16:9 (app/export/frames.py, ``slide_svgs``): the figure as large
+as the page allows above its caption (``caption=0``: the figure alone, letterboxed)."""
 
 from __future__ import annotations
 

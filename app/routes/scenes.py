@@ -4,6 +4,7 @@
     GET /embed/{slug}   the deck and player without site chrome, frameable from any origin
     GET /api/{slug}     the trace as JSON (DESIGN.md's contract)
     GET /svg/{slug}     one frame (``frame``) as a standalone SVG file
+    GET /{slug}/handout, /{slug}/presenter, /{slug}/key-stops   the lecturer's tools
 
 Handlers only parse, call and render. Bad input is a 422 everywhere: JSON on /api and /svg, the
 page with an inline message (which htmx is configured to swap) on pages.
@@ -21,9 +22,10 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.caches import PAGES
+from app.classroom import key_stops
+from app.export.frames import drawing, frame_svg
 from app.http_cache import ANSWER_MAX_AGE, PAGE_MAX_AGE, pure
 from app.routes.ahead import AHEAD, RENDERING, TURNS, ClientGone, is_ahead  # noqa: F401
-
 from app.params import ParamsError, Problem, parse
 from app.course import neighbours
 from app.routes.answers import remember
@@ -44,6 +46,10 @@ its own ETag (app/http_cache.py)."""
 def page_max_age(headers) -> int:
     """A stage fragment is kept as long as any answer; a whole page briefly (PAGE_MAX_AGE)."""
     return ANSWER_MAX_AGE if is_fragment_headers(headers) else PAGE_MAX_AGE
+
+
+THEMES = ("light", "dark", "contrast", "auto")
+"""The colour themes an address may ask for (static/js/theme.js)."""
 
 
 def parse_frame(query: Mapping[str, str], frames: int, default: int = 0) -> int:
@@ -208,8 +214,7 @@ def scene_router(scene: Scene) -> APIRouter:
             frame = parse_frame(request.query_params, scene.frame_count(trace))
         except ParamsError as error:
             return json_error(error)
-        body = render("_partials/deck_file.svg",
-                      **scene.export_context(params, trace, frame, box))
+        body = frame_svg(scene, params, trace, frame, describe=True, box=box)
         name = f"shardscope-{scene.slug}-frame{frame}.svg"
         return Response(body, media_type="image/svg+xml",
                         headers={"Content-Disposition": f'inline; filename="{name}"'})
@@ -227,12 +232,46 @@ def scene_router(scene: Scene) -> APIRouter:
             trace = trace_of(scene, params)
         except ParamsError as error:
             return json_error(error)
-        steps = [(k, frame.caption, render("_partials/deck_file.svg",
-                                           **scene.export_context(params, trace, k, box)
-                                           ).split("?>", 1)[-1])
+        # each step's drawing without its caption: the handout prints the caption once, as text
+        steps = [(k, frame.caption, drawing(scene, params, trace, k, box).split("?>", 1)[-1])
                  for k, frame in enumerate(trace.frames)]
         return HTMLResponse(render("handout.html", scene=scene, params=params, steps=steps,
                                    embed=True))
+
+    @router.get(f"/{scene.slug}/presenter", response_class=HTMLResponse,
+                openapi_extra=with_frame, responses=errors,
+                summary=f"{scene.title}: the presenter view (current and next step, notes, "
+                        f"timer), in step with the presenting window")
+    @pure(max_age=PAGE_MAX_AGE)
+    def presenter(request: Request):
+        if (old := moved(request, scene.params)) is not None:
+            return old
+        try:
+            params = parse(scene.params, request.query_params)
+            trace = trace_of(scene, params)
+        except ParamsError as error:
+            return HTMLResponse(render("presenter.html", scene=scene, params=None, trace=None,
+                                       frame=0, problems=error.problems, embed=True),
+                                status_code=422)
+        frame = nearest_frame(request.query_params, scene.frame_count(trace))
+        theme = request.query_params.get("theme", "")     # the two frames take the view's
+        return HTMLResponse(render("presenter.html", scene=scene, params=params, trace=trace,
+                                   frame=frame, problems=[], embed=True,
+                                   theme=theme if theme in THEMES else ""))
+
+    @router.get(f"/{scene.slug}/key-stops", openapi_extra=without_frame, responses=errors,
+                summary=f"{scene.title}: the stops of the key parameter "
+                        f"({scene.key_slider or 'none'}) this state accepts")
+    @pure()
+    def stops(request: Request):
+        try:
+            params = parse(scene.params, request.query_params)
+        except ParamsError as error:
+            return json_error(error)
+        found = key_stops(params)
+        return Response(orjson.dumps({"name": scene.key_slider,
+                                      "stops": found.split() if found else None}),
+                        media_type=JSON)
 
     return router
 

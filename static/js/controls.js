@@ -1,5 +1,5 @@
 // Scene controls: live readouts, keeping dependent controls valid before htmx sends the form,
-// highlighting the parameters the server rejected, and the embed dialog.
+// highlighting the parameters the server rejected. (The embed dialog: static/js/share.js.)
 //
 // Dependent controls are declared in the markup, so every scene gets them for free:
 //   data-multiple-of="field"          this slider moves in steps of another field's value …
@@ -133,66 +133,6 @@
     document.querySelectorAll("[data-problem-param]").forEach(function (li) {
       var field = document.querySelector('[data-field="' + li.dataset.problemParam + '"]');
       if (field) field.classList.add("invalid");
-    });
-  }
-
-  // The Embed dialog's options become the /embed URL's query keys (static/js/view.js reads
-  // them): aspect, start, end, autoplay, speed, controls=0, caption=0, large=1.
-  var SIZES = { "16:9": ["960", "540"], "4:3": ["960", "720"], "fill": ["100%", "100%"] };
-
-  function embedSnippet(root) {
-    var url = new URL(window.location.href);
-    url.pathname = "/embed" + url.pathname;
-    ["present", "aspect", "start", "end", "autoplay", "speed", "controls", "caption", "large"].forEach(function (k) { url.searchParams.delete(k); });
-    var opt = function (name) { return root.querySelector('[data-embed-opt="' + name + '"]'); };
-    var aspect = opt("aspect") ? opt("aspect").value : "16:9";
-    var size = SIZES[aspect] || SIZES["16:9"];
-    url.searchParams.set("aspect", aspect);
-    var start = opt("start"), end = opt("end");
-    if (start && start.value !== "" && start.value !== "0") url.searchParams.set("start", start.value);
-    if (end && end.value !== "" && end.value !== end.max) url.searchParams.set("end", end.value);
-    if (opt("autoplay") && opt("autoplay").checked) {
-      url.searchParams.set("autoplay", "1");
-      url.searchParams.set("speed", opt("speed").value);
-    }
-    if (opt("controls") && opt("controls").checked) url.searchParams.set("controls", "0");
-    if (opt("caption") && opt("caption").checked) url.searchParams.set("caption", "0");
-    if (opt("large") && opt("large").checked) url.searchParams.set("large", "1");
-    var area = root.querySelector("[data-embed-code]");
-    var title = area.dataset.title || "Shardscope";
-    var style = aspect === "fill" ? "border:0;width:100%;height:100%" : "border:0;max-width:100%";
-    return '<iframe src="' + url.href + '" width="' + size[0] + '" height="' + size[1] + '" style="' + style + '" ' +
-      'title="' + title.replace(/"/g, "&quot;") + ' (Shardscope)" loading="lazy" allowfullscreen></iframe>';
-  }
-
-  // Each element is bound once and finds the others when used: stage.js keeps the toolbar on
-  // screen from one state to the next, bringing its parts up to date (or swapping a part whose
-  // shape changed), so a listener must not hold on to the elements it found first.
-  function initEmbed(scope) {
-    var once = function (el, bind) { if (el && !el.__embed) { el.__embed = true; bind(el); } };
-    scope.querySelectorAll(".share").forEach(function (share) {
-      var find = function (selector) { return share.querySelector(selector); };
-      var refresh = function () { find("[data-embed-code]").value = embedSnippet(share); find("[data-embed-copied]").hidden = true; };
-      once(find("[data-embed-open]"), function (button) {
-        button.addEventListener("click", function () {
-          refresh();
-          find("[data-embed-dialog]").showModal();
-          find("[data-embed-code]").select();
-        });
-      });
-      once(find("[data-embed-options]"), function (options) {
-        options.addEventListener("input", refresh);
-        options.addEventListener("change", refresh);
-      });
-      once(find("[data-embed-copy]"), function (copy) {
-        copy.addEventListener("click", function () {
-          var area = find("[data-embed-code]");
-          area.select();
-          var done = function () { find("[data-embed-copied]").hidden = false; };
-          if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(area.value).then(done, done);
-          else { document.execCommand("copy"); done(); }
-        });
-      });
     });
   }
 
@@ -536,7 +476,6 @@
 
   function init(scope) {
     scope.querySelectorAll("form.controls").forEach(initForm);
-    initEmbed(scope);
     markProblems();
   }
 

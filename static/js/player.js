@@ -5,6 +5,12 @@
 // state after step k. The current group also shows its arrows (class "only-current").
 // Changed cells carry data-dx/data-dy, the offset of the cell their data came from: they fly in
 // from there. Every player re-initialises after an htmx swap.
+//
+// Steps count from 1 wherever they are read: frame k (the URL's frame=k, from 0) is "step k+1
+// of N". An embed's ?start=&end= (frames, from 0) bound the steps it walks, and its position
+// reads "of end+1". Each step change is announced to screen readers (the [data-announce] live
+// region) and the deck's text alternative follows it: its name says the step, its description
+// holds the caption and the values drawn (written when the browser is idle).
 (function () {
   "use strict";
   var BASE_MS = 1400;                       // one step at 1× speed
@@ -58,6 +64,11 @@
     }.bind(this);
     this.lo = bound("start", 0);
     this.hi = Math.max(this.lo, bound("end", this.frames - 1));
+    this.announcer = root.querySelector("[data-announce]");
+    this.svg = root.querySelector("svg.deck");
+    if (this.svg && !this.svg.hasAttribute("data-title")) {
+      this.svg.setAttribute("data-title", this.svg.getAttribute("aria-label") || "");
+    }
     if (query.has("start") && !query.has("frame")) this.k = this.lo;
     if (this.speedSelect && query.get("speed")) {
       var wanted = query.get("speed");
@@ -67,7 +78,7 @@
       this.scrub.min = String(this.lo);
       this.scrub.max = String(this.hi);
     }
-    this.show(this.k, false);
+    this.show(this.k, false, "read");
     if (query.get("autoplay") === "1") this.play();
   };
 
@@ -130,7 +141,9 @@
     }
   };
 
-  Player.prototype.show = function (k, animate) {
+  // `how`: "read" (the deck was just read: nothing announced), "remote" (another window of the
+  // same lecture moved: announced, not sent back), otherwise a step of this window's own.
+  Player.prototype.show = function (k, animate, how) {
     k = Math.max(this.lo, Math.min(this.hi, k));
     this.k = k;
     this.load(k);
@@ -142,21 +155,107 @@
       g.classList.toggle("current", index === k);
     });
     this.captions.forEach(function (li) { li.hidden = parseInt(li.dataset.frame, 10) !== k; });
-    if (this.scrub) this.scrub.value = String(k);
+    var said = this.said(k);
+    if (this.scrub) {
+      this.scrub.value = String(k);
+      this.scrub.setAttribute("aria-valuetext", said);
+    }
     if (this.position) this.showPosition(k);
+    this.describe(k, said);
+    if (how !== "read" && this.announcer) {
+      var caption = this.caption(k);
+      this.announcer.textContent = said + "." + (caption ? " " + caption : "");
+    }
     this.updateLinks(k);
     if (animate && !reduceMotion) this.animate(k);
-    this.root.dispatchEvent(new CustomEvent("player:frame", { detail: { frame: k }, bubbles: true }));
+    this.root.dispatchEvent(new CustomEvent("player:frame", {
+      detail: { frame: k, remote: how === "remote", read: how === "read" }, bubbles: true }));
   };
 
-  // "step k of N", then what a step is in this scene (the frame's data-unit, written by its deck:
-  // "optimizer step 2 of 3 · update", "t = 12.3 ms", "forward · layer 4 of 12")
-  Player.prototype.showPosition = function (k) {
-    this.position.textContent = String(k);
-    var holder = this.position.parentNode;
-    var unit = holder.querySelector("[data-unit-text]");
+  // the unit of frame k, as its deck names it ("ledger line 3 of 5: optimizer")
+  Player.prototype.unit = function (k) {
     var group = this.groups[k];
-    var text = group ? group.getAttribute("data-unit") || "" : "";
+    if (group) return group.getAttribute("data-unit") || "";
+    var later = this.later[k - this.groups.length];
+    return later ? later.getAttribute("data-unit") || "" : "";
+  };
+
+  Player.prototype.caption = function (k) {
+    var li = this.captions[k];
+    return li ? li.textContent.trim() : "";
+  };
+
+  // "step 3 of 8: MoE layer stage 2 of 7" (of the range's last step on an embed with ?end=)
+  Player.prototype.said = function (k) {
+    var unit = this.unit(k);
+    return "Step " + (k + 1) + " of " + (this.hi + 1) + (unit ? ": " + unit : "");
+  };
+
+  // The deck's text alternative: its name says the step, its description (a hidden element the
+  // svg points at) the caption and every value the step shows, collected once the browser is
+  // idle (a deck holds up to a few thousand labels; a slider's move must not wait for them).
+  Player.prototype.describe = function (k, said) {
+    var svg = this.svg;
+    if (!svg) return;
+    svg.setAttribute("aria-label", (svg.getAttribute("data-title") || "Figure") + ". " + said);
+    var self = this;
+    if (this.describing) cancelIdle(this.describing);
+    this.describing = whenIdle(function () {
+      self.describing = null;
+      if (self.k !== k || !document.contains(svg)) return;
+      var holder = self.root.querySelector(":scope > [data-deck-values]");
+      if (!holder) {
+        holder = document.createElement("p");
+        holder.hidden = true;
+        holder.setAttribute("data-deck-values", "");
+        holder.id = "deck-values-" + (++describedCount);
+        self.root.appendChild(holder);
+      }
+      svg.setAttribute("aria-describedby", holder.id);
+      var values = shownTexts(svg);
+      holder.textContent = self.caption(k) + (values.length ? " Values shown: " + values.join("; ") + "." : "");
+    });
+  };
+
+  var describedCount = 0;
+  function whenIdle(fn) {
+    return window.requestIdleCallback ? { idle: window.requestIdleCallback(fn, { timeout: 1500 }) }
+                                      : { timer: window.setTimeout(fn, 200) };
+  }
+  function cancelIdle(handle) {
+    if (handle.idle !== undefined) window.cancelIdleCallback(handle.idle);
+    else window.clearTimeout(handle.timer);
+  }
+
+  // The labels a sighted viewer sees on the deck now, in document order, each once: the leaves
+  // of its <text> elements (a text of several <tspan> labels gives each), leaving out the
+  // layers not shown yet and the arrows of steps no longer current.
+  function shownTexts(svg) {
+    var out = [], seen = new Set();
+    function add(text) {
+      text = text.replace(/\s+/g, " ").trim();
+      if (text && !seen.has(text)) { seen.add(text); out.push(text); }
+    }
+    svg.querySelectorAll("text").forEach(function (t) {
+      if (t.closest('[display="none"]')) return;
+      var onlyCurrent = t.closest(".only-current");
+      if (onlyCurrent && !onlyCurrent.closest(".frame.current")) return;
+      var spans = t.querySelectorAll("tspan");
+      if (spans.length) spans.forEach(function (span) { add(span.textContent); });
+      else add(t.textContent);
+    });
+    return out;
+  }
+
+  // "step k+1 of N", then what a step is in this scene (the frame's data-unit, written by its
+  // deck: "optimizer step 2 of 3 · update", "t = 12.3 ms", "forward · layer 4 of 12")
+  Player.prototype.showPosition = function (k) {
+    this.position.textContent = String(k + 1);
+    var holder = this.position.parentNode;
+    var of = holder.querySelector("[data-of]");
+    if (of && of.textContent !== String(this.hi + 1)) of.textContent = String(this.hi + 1);
+    var unit = holder.querySelector("[data-unit-text]");
+    var text = this.unit(k);
     if (!unit && text) {
       unit = document.createElement("span");
       unit.className = "unit-text";
@@ -240,13 +339,18 @@
   var STEP_KEYS = { ArrowLeft: "prev", ArrowRight: "next", PageUp: "prev", PageDown: "next", Home: "first", End: "last" };
 
   document.addEventListener("keydown", function (event) {
-    if (!active || !document.contains(active.root)) return;
     if (event.altKey || event.ctrlKey || event.metaKey) return;
     var target = event.target;
     if (isTextField(target)) return;
     if (document.querySelector("dialog[open]")) return;
+    // the classroom's keys (p, b, n, ?, Esc, the pen…) work even where the stage shows no player
+    // (a state the params refuse shows its problems instead)
     var classroom = window.ShardscopeClassroom;
     if (classroom && classroom.key(event)) { event.preventDefault(); return; }
+    // a blanked screen hides the player: its keys must not move it unseen
+    if (classroom && classroom.blanked && classroom.blanked() &&
+        (STEP_KEYS[event.key] || event.key === " ")) { event.preventDefault(); return; }
+    if (!active || !document.contains(active.root)) return;
     var tag = target && target.tagName;
     if (STEP_KEYS[event.key]) {
       // A slider reached with the keyboard (Tab) keeps its arrow keys, so it

@@ -168,8 +168,10 @@ def test_the_budget_is_fixed_and_covers_every_operation():
     paths = {(m, p) for m, p, _ in cases()}
     assert paths == {(m, p) for m, p, _, _ in operations()}
     assert len({p for _, p in paths if p.startswith("/api/verify/")}) >= 5
-    assert len(cases()) < 4700   # /train (issue 26) brought it from ~3,900 to ~4,400, the
-    #                              view parameters box and font (issue 27) by ~150 more
+    # /train (issue 26) brought it from ~3,900 to ~4,400, the view parameters box and font
+    # (issue 27) by ~150 more, /<scene>/presenter and /<scene>/key-stops (issue 27: two more
+    # operations a scene, each a template or a few validations, no deck drawn) by ~300
+    assert len(cases()) < 5000
 
 
 def test_no_server_error_anywhere(fuzz_client):

@@ -97,8 +97,8 @@ def screenshot(page, name: str, full_page: bool = True) -> str:
 
 
 def frame_shown(page) -> int:
-    """The index of the frame the player shows (its bar's counter)."""
-    return int(page.locator("[data-player-bar] [data-k]").inner_text())
+    """The index of the frame the player shows, from 0 (its bar counts steps from 1)."""
+    return int(page.locator("[data-player-bar] [data-k]").inner_text()) - 1
 
 
 def shows_problem(page, message: str, field: str | None = None) -> None:

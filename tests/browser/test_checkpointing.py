@@ -26,7 +26,7 @@ def test_slider_recompute_and_keyboard(page):
     expect(page.locator(".deck text", has_text="selective this run")).to_be_visible()
 
     press(page, "ArrowRight", "ArrowRight", "ArrowRight", focus=".deck-frame")
-    expect(page.locator("[data-k]")).to_have_text("3")
+    expect(page.locator("[data-k]")).to_have_text("4")
     expect(page).to_have_url(re.compile(r"frame=3"))
     expect(caption(page)).to_contain_text("Forward, layer 3")
     expect(page.locator(".deck-frame .frame.current .step-header")).to_contain_text("Forward")

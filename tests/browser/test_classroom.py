@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.main import SCENES
-from tests.browser.helpers import frame_shown, open_page, position
+from tests.browser.helpers import UNPROCESSABLE, frame_shown, open_page, position
 
 SLUGS = [s.slug for s in SCENES]
 KEY_SLIDER = {s.slug: s.key_slider for s in SCENES}
@@ -132,7 +132,7 @@ def test_a_slider_let_go_of_gives_the_arrows_to_the_player(page):
     expect(slider).to_have_value(str(int(world) + 1))
     expect(page).to_have_url(re.compile(rf"world={int(world) + 1}&"))
     page.keyboard.press("PageDown")
-    assert frame_shown(page) == 1                     # the new stage starts at step 0
+    assert frame_shown(page) == 1                     # the new stage starts at its first step
 
 
 def test_text_fields_keep_their_keys(page):
@@ -156,8 +156,8 @@ def test_embed_options(page):
     open_page(page, "/pipeline", 1600, 1000)
     page.click("[data-embed-open]")
     page.select_option('[data-embed-opt="aspect"]', "4:3")
-    page.fill('[data-embed-opt="start"]', "2")
-    page.fill('[data-embed-opt="end"]', "5")
+    page.fill('[data-embed-opt="start"]', "3")      # steps, from 1: frames 2 to 5
+    page.fill('[data-embed-opt="end"]', "6")
     page.check('[data-embed-opt="autoplay"]')
     page.select_option('[data-embed-opt="speed"]', "2")
     page.check('[data-embed-opt="caption"]')
@@ -189,7 +189,7 @@ def test_course_walk_and_nearest_step(page, slug):
     assert (nxt.get_attribute("href") if nxt else None) == ("/" + SLUGS[i + 1] if i + 1 < len(SLUGS) else None)
     last = int(page.get_attribute("[data-player]", "data-frames")) - 1
     assert frame_shown(page) == last
-    assert re.fullmatch(rf"step {last} of {last}( · .+)?", position(page).strip())
+    assert re.fullmatch(rf"step {last + 1} of {last + 1}( · .+)?", position(page).strip())
 
 
 PHONE = {"width": 390, "height": 844}
@@ -268,4 +268,170 @@ def test_position_names_the_unit(page, slug):
     for k in sorted({1, last // 2, last}):
         page.evaluate(f"document.querySelector('#stage [data-player]').__player.show({k}, false)")
         text = position(page).strip()
-        assert re.fullmatch(rf"step {k} of {last} · ({UNITS.get(slug, '.+')})", text), (slug, k, text)
+        assert re.fullmatch(rf"step {k + 1} of {last + 1} · ({UNITS.get(slug, '.+')})", text), (slug, k, text)
+
+
+# --- issue 27: the lecturer's tools in presentation mode, exports, embeds ---------------------
+
+def test_a_blank_screen_holds_the_player(page):
+    open_page(page, "/collective?present=1", 1280, 720)
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("b")
+    assert page.is_visible(".blank-screen")
+    for key in ("ArrowRight", "PageDown", "PageDown", "End", " "):
+        page.keyboard.press(key)
+    page.wait_for_timeout(400)
+    assert frame_shown(page) == 1              # nothing moved while the audience saw black
+    page.keyboard.press("b")
+    assert not page.is_visible(".blank-screen")
+    page.keyboard.press("PageDown")
+    assert frame_shown(page) == 2
+
+
+def test_pen_and_pointer(page):
+    open_page(page, "/pipeline?present=1", 1280, 720)
+    deck = page.locator("#stage svg.deck").bounding_box()
+    x, y = deck["x"] + deck["width"] * 0.4, deck["y"] + deck["height"] * 0.4
+
+    def draw():
+        page.mouse.move(x, y)
+        page.mouse.down()
+        for i in range(1, 12):
+            page.mouse.move(x + 12 * i, y + 5 * (i % 3))
+        page.mouse.up()
+
+    page.keyboard.press("d")
+    assert page.get_attribute('[data-ink-tool="pen"]', "aria-pressed") == "true"
+    draw()
+    strokes = page.locator("#stage svg.ink path.stroke")
+    assert strokes.count() == 1
+    # the ink is kept in the deck's own units: it lies on the figure, inside the deck's box
+    ink = strokes.first.bounding_box()
+    assert deck["x"] <= ink["x"] and ink["x"] + ink["width"] <= deck["x"] + deck["width"]
+    assert abs(ink["x"] - x) < 8
+    page.keyboard.press("c")
+    assert strokes.count() == 0
+    draw()
+    draw()
+    assert strokes.count() == 2
+    page.keyboard.press("ArrowRight")       # the next step starts clean
+    assert strokes.count() == 0 and frame_shown(page) == 1
+    page.keyboard.press("l")                # the pointer: a dot that follows the mouse
+    assert page.get_attribute('[data-ink-tool="pointer"]', "aria-pressed") == "true"
+    page.mouse.move(x + 50, y + 20)
+    dot = page.locator("#stage svg.ink .pointer-dot")
+    box = dot.bounding_box()
+    assert abs(box["x"] + box["width"] / 2 - (x + 50)) < 3 and abs(box["y"] + box["height"] / 2 - (y + 20)) < 3
+    page.keyboard.press("Escape")           # Esc puts the tool down first …
+    assert page.get_attribute('[data-ink-tool="pointer"]', "aria-pressed") == "false"
+    assert page.evaluate("document.documentElement.classList.contains('present')")
+    page.keyboard.press("Escape")           # … then leaves the mode
+    page.wait_for_function("!document.documentElement.classList.contains('present')")
+
+
+def test_the_key_overlay_offers_only_accepted_stops(page):
+    """The defect of issue 27: on /context-parallel?present=1, → on the Tab-focused cp overlay
+    set cp = 5, which 16 tokens do not divide: the screen went blank and the keys stopped."""
+    open_page(page, "/context-parallel?present=1", 1280, 720)
+    page.wait_for_function("fetch('/context-parallel/key-stops').then(r => r.ok)")
+    slider = page.locator('#controls [data-field="cp"] input[type=range]')
+    slider.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")              # reached with the keyboard: it keeps its arrows
+    seen = []
+    for _ in range(3):
+        with page.expect_response(lambda r: "/context-parallel?" in r.url and "cp=" in r.url):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_function("document.querySelector('#stage [data-player]') !== null")
+        seen.append(page.input_value('#controls input[name="cp"]'))
+        assert page.is_visible("#stage svg.deck")
+        page.wait_for_timeout(300)          # the new state's stops
+    assert seen == ["8", "16", "32"] or seen[:2] == ["8", "16"], seen
+    page.keyboard.press("Home")
+    page.wait_for_function("document.querySelector('#controls input[name=\"cp\"]').value === '2'")
+    page.keyboard.press("PageDown")         # the player's keys still work
+    assert frame_shown(page) == 1
+
+
+def test_a_refused_state_says_why_in_large_type_while_presenting(page):
+    page.expect_console_error(UNPROCESSABLE)
+    open_page(page, "/context-parallel?present=1&cp=5", 1280, 720)
+    problems = page.locator("#stage .problems")
+    expect(problems).to_be_visible()
+    assert "cp" in problems.inner_text()
+    assert problems.evaluate("el => parseFloat(getComputedStyle(el).fontSize)") >= 22
+    page.keyboard.press("?")                # the keys keep working
+    assert page.is_visible(".key-help")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")
+    page.wait_for_function("!document.documentElement.classList.contains('present')")
+
+
+def test_export_menu_picks_steps_and_size(page):
+    open_page(page, "/pipeline?schedule=1f1b&stages=2&microbatches=4", 1600, 1000)
+    page.click(".export-menu > summary")
+    page.fill("[data-export-first]", "2")
+    page.fill("[data-export-last]", "4")
+    page.select_option("[data-export-width]", "1920")
+    href = lambda ext: page.locator(f'.export-list a[href^="/export/pipeline.{ext}?"]').first.get_attribute("href")
+    for ext in ("gif", "mp4", "pptx"):
+        assert "first=1" in href(ext) and "last=3" in href(ext) and "width=1920" in href(ext), href(ext)
+    assert "first=1" in href("pdf") and "last=3" in href("pdf") and "width=" not in href("pdf")
+    assert "width=1920" in href("png") and "first=" not in href("png")
+    # the file holds those steps: pages 1–3 of the PDF are steps 2–4
+    pdf = page.evaluate(f"fetch('{href('pdf')}').then(r => r.arrayBuffer()).then(b => b.byteLength)")
+    assert pdf > 1000
+    page.fill("[data-export-first]", "5")
+    page.fill("[data-export-last]", "3")
+    error = page.locator("[data-export-error]")
+    expect(error).to_be_visible()
+    assert "5" in error.inner_text() and "3" in error.inner_text()
+    assert page.locator('.export-list a[aria-disabled="true"]').count() == 4
+    url = page.url
+    page.locator(".export-list a", has_text="GIF").click(force=True)
+    assert page.url == url                  # a refused range downloads nothing
+
+
+def test_embed_dialog_refuses_a_start_after_the_end(page):
+    open_page(page, "/pipeline", 1600, 1000)
+    page.click("[data-embed-open]")
+    page.fill('[data-embed-opt="start"]', "6")
+    page.fill('[data-embed-opt="end"]', "3")
+    error = page.locator("[data-embed-error]")
+    expect(error).to_be_visible()
+    assert "6" in error.inner_text() and "3" in error.inner_text()
+    assert page.input_value("[data-embed-code]") == ""
+    assert page.is_disabled("[data-embed-copy]")
+    page.fill('[data-embed-opt="end"]', "7")
+    expect(error).to_be_hidden()
+    assert "start=5" in page.input_value("[data-embed-code]") and "end=6" in page.input_value("[data-embed-code]")
+    assert not page.is_disabled("[data-embed-copy]")
+
+
+def test_an_embed_with_an_end_counts_to_its_end(page):
+    open_page(page, "/embed/pipeline?start=2&end=5", 960, 540)
+    text = lambda: page.inner_text("[data-player-bar] [data-position]").strip()
+    assert text().startswith("step 3 of 6")
+    page.keyboard.press("End")
+    assert text().startswith("step 6 of 6")
+    page.keyboard.press("ArrowRight")
+    assert text().startswith("step 6 of 6")
+
+
+def test_the_printed_handout_prints_each_caption_once_and_fills_its_first_page(page, tmp_path):
+    """Printed (Chromium's own PDF of the page, A4): two steps a page, the first page too, and
+    each caption once (the figures no longer carry their own copy)."""
+    import io
+    from pypdf import PdfReader
+    page.goto(page.base + "/moe/handout")
+    page.wait_for_load_state("load")
+    captions = page.evaluate("fetch('/api/moe').then(r => r.json()).then(j => j.frames.map(f => f.caption))")
+    page.emulate_media(media="print")
+    reader = PdfReader(io.BytesIO(page.pdf(format="A4", print_background=True)))
+    assert len(reader.pages) == -(-len(captions) // 2)
+    texts = [" ".join(p.extract_text().split()) for p in reader.pages]
+    assert "Step 1 of 8" in texts[0] and "Step 2 of 8" in texts[0]
+    whole = " ".join(texts)
+    for caption in captions:
+        words = " ".join(caption.split()[:8])
+        assert whole.count(words) == 1, words

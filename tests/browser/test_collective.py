@@ -18,7 +18,7 @@ pytestmark = pytest.mark.browser
 def test_from_the_course_to_the_chapter(page):
     from_the_course(page, "Collective communication", "collective")
     assert page.locator("svg.deck").is_visible()
-    assert position(page) == "step 0 of 6 · before the collective"
+    assert position(page) == "step 1 of 7 · before the collective"
 
 
 def test_moving_a_slider_repaints_the_stage_and_the_url(page):
@@ -28,7 +28,7 @@ def test_moving_a_slider_repaints_the_stage_and_the_url(page):
     expect(page.locator("svg.deck")).to_have_attribute("aria-label", re.compile("6 ranks"))
     assert page.locator("svg.deck").get_attribute("aria-label") != before
     expect(page).to_have_url(re.compile("world=6"))
-    assert position(page) == "step 0 of 10 · before the collective"
+    assert position(page) == "step 1 of 11 · before the collective"
     # the op switch: reduce_scatter needs a multiple of 6 elements; the slider keeps it valid
     page.locator("label", has_text="ReduceScatter").click()
     expect(page.locator("svg.deck")).to_have_attribute("aria-label",
@@ -42,23 +42,23 @@ def test_keyboard_steps_and_plays(page):
     page.goto(page.base + "/collective?world=4&count=8")
     assert caption(page).inner_text().startswith("Before")
     press(page, "ArrowRight")
-    assert position(page) == "step 1 of 6 · reduce-scatter, round 1 of 3"
-    assert caption(page).inner_text().startswith("Step 1 of 6")
+    assert position(page) == "step 2 of 7 · reduce-scatter, round 1 of 3"
+    assert caption(page).inner_text().startswith("Communication step 1 of 6")
     expect(page).to_have_url(re.compile("frame=1"))
     press(page, "End", focus=None)
-    assert position(page) == "step 6 of 6 · all-gather, round 3 of 3"
+    assert position(page) == "step 7 of 7 · all-gather, round 3 of 3"
     assert "Done" in caption(page).inner_text()
     press(page, "ArrowLeft", focus=None)
-    assert position(page) == "step 5 of 6 · all-gather, round 2 of 3"
+    assert position(page) == "step 6 of 7 · all-gather, round 2 of 3"
     press(page, "Home", " ", focus=None)
-    expect(page.locator("[data-k]")).to_have_text("2", timeout=10000)
+    expect(page.locator("[data-k]")).to_have_text("3", timeout=10000)
     press(page, " ", focus=None)
     assert not page.locator(".player.playing").count()
 
 
 def test_the_url_opens_that_very_step(page):
     page.goto(page.base + "/collective?world=5&count=10&op=all_gather&frame=3")
-    assert position(page) == "step 3 of 4 · all-gather, round 3 of 4"
+    assert position(page) == "step 4 of 5 · all-gather, round 3 of 4"
     assert page.locator('svg.deck g.frame[data-frame="4"]').count() == 0  # not drawn yet
     press(page, "ArrowRight", focus=None)
     assert page.locator('svg.deck g.frame[data-frame="4"].current').count() == 1
@@ -79,7 +79,7 @@ def test_download_svg_of_the_current_step(page):
     path = info.value.path()
     text = open(path, encoding="utf-8").read()
     assert text.startswith("<?xml") and "<svg" in text
-    assert "Step 2 of 6" in text
+    assert "Communication step 2 of 6" in text
 
 
 def test_real_run_button_shows_a_pass(page):
@@ -114,5 +114,5 @@ def test_the_stage_shows_without_javascript(browser, live_server):
     page = context.new_page()
     page.goto(live_server + "/collective?world=4&count=8&frame=2")
     assert page.locator("svg.deck").is_visible()
-    assert caption(page).inner_text().startswith("Step 2 of 6")
+    assert caption(page).inner_text().startswith("Communication step 2 of 6")
     context.close()

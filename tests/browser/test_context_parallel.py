@@ -19,7 +19,7 @@ pytestmark = pytest.mark.browser
 def test_from_the_course_to_the_chapter(page):
     from_the_course(page, "Long context: context parallelism", "context-parallel", exact=True)
     assert page.locator("svg.deck").is_visible()
-    assert position(page) == "step 0 of 5 · who holds what"
+    assert position(page) == "step 1 of 6 · who holds what"
 
 
 def test_the_cp_slider_repaints_the_stage_and_the_url(page):
@@ -38,7 +38,7 @@ def test_the_cp_slider_repaints_the_stage_and_the_url(page):
 def test_keyboard_steps_through_the_ring(page):
     page.goto(page.base + "/context-parallel")
     press(page, "ArrowRight", "ArrowRight")
-    assert position(page) == "step 2 of 5 · ring step 2 of 4"
+    assert position(page) == "step 3 of 6 · ring step 2 of 4"
     assert caption(page).inner_text().startswith("Ring step 2 of 4")
     expect(page).to_have_url(re.compile("frame=2"))
     assert page.locator('svg.deck g.frame[data-frame="2"].current').count() == 1

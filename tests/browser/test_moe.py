@@ -18,7 +18,7 @@ pytestmark = pytest.mark.browser
 def test_from_the_course_to_the_chapter(page):
     from_the_course(page, "Mixture of experts", "moe")
     assert page.locator("svg.deck").is_visible()
-    assert position(page) == "step 0 of 7 · before routing: tokens and router logits"
+    assert position(page) == "step 1 of 8 · before routing: tokens and router logits"
 
 
 def test_sliders_repaint_the_stage_and_the_url(page):
@@ -37,15 +37,15 @@ def test_sliders_repaint_the_stage_and_the_url(page):
 def test_keyboard_steps_through_the_layer(page):
     page.goto(page.base + "/moe")
     press(page, "ArrowRight", "ArrowRight", "ArrowRight")
-    assert position(page) == "step 3 of 7 · MoE layer stage 3 of 7: capacity and drops"
+    assert position(page) == "step 4 of 8 · MoE layer stage 3 of 7: capacity and drops"
     assert caption(page).inner_text().startswith("Capacity = ⌈(16/2) · 2/8 · 1⌉ = 2")
     expect(page).to_have_url(re.compile("frame=3"))
     assert page.locator('svg.deck g.frame[data-frame="3"].current').count() == 1
     press(page, "End", focus=None)
-    assert position(page) == "step 7 of 7 · MoE layer stage 7 of 7: weighted sum: the output"
+    assert position(page) == "step 8 of 8 · MoE layer stage 7 of 7: weighted sum: the output"
     assert "max |difference|" in caption(page).inner_text()
     press(page, "Home", focus=None)
-    assert position(page) == "step 0 of 7 · before routing: tokens and router logits"
+    assert position(page) == "step 1 of 8 · before routing: tokens and router logits"
 
 
 def test_embed_opens_inside_an_iframe(page):

@@ -24,11 +24,11 @@ def test_slider_keyboard_and_dependent_controls(page):
     expect(page.locator(".deck .step-header").first).to_be_attached()
 
     press(page, "ArrowRight", "ArrowRight", focus=".deck-frame")
-    expect(page.locator("[data-k]")).to_have_text("2")
+    expect(page.locator("[data-k]")).to_have_text("3")
     expect(page).to_have_url(re.compile(r"frame=2"))
     expect(caption(page)).to_contain_text("w·(1 − ηλ)")
     press(page, "End", focus=None)
-    expect(page.locator("[data-k]")).to_have_text("40")
+    expect(page.locator("[data-k]")).to_have_text("41")
 
     expect(page.locator("#f-momentum")).to_be_hidden()
     page.locator(".segmented span", has_text=re.compile(r"^Momentum$")).click()

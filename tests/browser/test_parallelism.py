@@ -19,7 +19,7 @@ def test_from_the_course_to_the_scene(page):
     from_the_course(page, "The five parallelisms and the 5D rank layout", "parallelism",
                     exact=True)
     assert page.locator("svg.deck").is_visible()
-    assert position(page) == "step 0 of 12 · the mesh"
+    assert position(page) == "step 1 of 13 · the mesh"
 
 
 def test_a_slider_repaints_the_stage_and_the_url(page):
@@ -35,7 +35,7 @@ def test_keys_step_the_player_and_the_caption(page):
     page.goto(page.base + "/parallelism")
     assert caption(page).inner_text().startswith("8 ranks = tp 2")
     press(page, "ArrowRight")
-    assert position(page) == "step 1 of 12 · tp groups"
+    assert position(page) == "step 2 of 13 · tp groups"
     assert "tensor-parallel groups of 2" in caption(page).inner_text()
     expect(page).to_have_url(re.compile("frame=1"))
     assert page.locator('svg.deck g.frame.current[data-axis="tp"]').is_visible()
@@ -82,5 +82,5 @@ def test_embed_plays_inside_an_iframe(page):
     snippet, frame = embedded(page, "/parallelism")
     assert "/embed/parallelism" in snippet
     frame.locator("[data-act=next]").click()
-    expect(frame.locator("[data-position]")).to_have_text("step 1 of 12 · tp groups")
+    expect(frame.locator("[data-position]")).to_have_text("step 2 of 13 · tp groups")
     assert frame.locator("#controls").count() == 0

@@ -26,7 +26,7 @@ def test_typed_value_slider_and_keyboard(page):
     expect(caption(page)).to_contain_text("2^20")
 
     press(page, "ArrowRight", focus=".deck-frame")
-    expect(page.locator("[data-k]")).to_have_text("1")
+    expect(page.locator("[data-k]")).to_have_text("2")
     expect(page).to_have_url(re.compile(r"frame=1"))
     expect(page.locator(".deck-frame .frame.current .step-header")).to_contain_text("Training step 1 of 24")
 

@@ -71,7 +71,7 @@ def test_a_state_shown_before_comes_back_without_a_request(page):
     assert not [url for kind, url in seen if kind == "xhr"], seen
     # the swapped-in stage is a live one: the player steps it
     press(page, "ArrowRight")
-    assert position(page) == "step 1 of 8 · reduce-scatter, round 1 of 4"
+    assert position(page) == "step 2 of 9 · reduce-scatter, round 1 of 4"
 
 
 def test_the_next_states_of_a_drag_are_fetched_ahead(page):
@@ -87,7 +87,7 @@ def test_the_next_states_of_a_drag_are_fetched_ahead(page):
     move(page, WORLD, 7, "7 ranks")
     assert not [url for kind, url in seen if kind == "xhr"], seen
     expect(page).to_have_url(re.compile(r"world=7"))
-    assert page.locator("[data-position]").inner_text() == "step 0 of 12 · before the collective"
+    assert page.locator("[data-position]").inner_text() == "step 1 of 13 · before the collective"
 
 
 def test_a_guess_moves_the_dependent_sliders_as_the_form_does(page):
@@ -247,7 +247,7 @@ def test_the_nearest_states_are_parsed_ahead_and_swapped_in_live(page):
     expect(page).to_have_url(re.compile(r"world=5"))
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("ArrowRight")
-    assert page.locator("[data-position]").inner_text().startswith("step 1 of ")
+    assert page.locator("[data-position]").inner_text().startswith("step 2 of ")
     page.locator("#stage .panels").scroll_into_view_if_needed()
     verify = page.locator("#stage .panel.verify [hx-post]").first
     expect(verify).to_be_attached()
@@ -348,12 +348,12 @@ def test_the_toolbar_and_player_bar_stay_on_screen_brought_up_to_the_new_state(p
     # the player drives the new deck through the kept bar: 5 ranks, a ring all-reduce of 8 steps
     assert page.locator("[data-scrub]").get_attribute("max") == "8"
     page.locator('[data-act="last"]').click()
-    expect(page.locator("[data-position]")).to_contain_text("step 8 of 8")
+    expect(page.locator("[data-position]")).to_contain_text("step 9 of 9")
     page.locator('[data-act="prev"]').click()
-    expect(page.locator("[data-position]")).to_contain_text("step 7 of 8")
+    expect(page.locator("[data-position]")).to_contain_text("step 8 of 9")
     assert page.locator("svg.deck g.frame.current").get_attribute("data-frame") == "7"
     page.locator("[data-scrub]").fill("2")
-    expect(page.locator("[data-position]")).to_contain_text("step 2 of 8")
+    expect(page.locator("[data-position]")).to_contain_text("step 3 of 9")
     # the embed dialog, kept with the toolbar, writes the new state's snippet
     page.locator("[data-embed-open]").click()
     expect(page.locator("[data-embed-code]")).to_have_value(re.compile(r"world=5&"))

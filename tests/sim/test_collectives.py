@@ -185,7 +185,7 @@ def test_frames_hold_what_the_contract_needs():
     assert {(t.src, t.dst) for t in first.transfers} == {(0, 1), (1, 2), (2, 3), (3, 0)}
     assert all(t.elements == 2 and t.reduce for t in first.transfers)
     # captions teach with numbers: the step, the phase and a worked example
-    assert first.caption.startswith("Step 1 of 6 · reduce-scatter")
+    assert first.caption.startswith("Communication step 1 of 6 · reduce-scatter")
     assert "Rank 0 → rank 1" in first.caption and "giving" in first.caption
 
 

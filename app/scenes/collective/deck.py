@@ -275,7 +275,7 @@ def build_deck(trace: CollectiveTrace, box: Box = PAGE, upto: int | None = None)
                      tuple(cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
                            for r, c in where))
             arrows = _arrows(trace, k, lanes, radius, lay, links, taken)
-            header = f"Step {k} of {n_steps} · {frame.phase}"
+            header = f"Communication step {k} of {n_steps} · {frame.phase}"
             # the round within its phase: a ring all-reduce is n − 1 rounds of reduce-scatter,
             # then n − 1 of all-gather
             unit = (f"{frame.phase}, round {phases[:k + 1].count(frame.phase)} of "

@@ -209,14 +209,15 @@ def _header(p, trace, k: int) -> str:
     frame = trace.frames[k]
     ring = [f.step for f in trace.frames if f.phase == "ring"]
     gather = [f.step for f in trace.frames if f.phase == "all_gather"]
-    return {"start": "Step 0: who holds what",
-            "all_to_all": f"Step {k}: all-to-all, sequence → heads",
-            "ring": f"Step {k}: ring step {ring.index(k) + 1 if k in ring else 0} of {len(ring)}",
-            "all_gather": f"Step {k}: all-gather of K/V, "
+    n = k + 1          # steps count from 1, as the player counts them
+    return {"start": "Step 1: who holds what",
+            "all_to_all": f"Step {n}: all-to-all, sequence → heads",
+            "ring": f"Step {n}: ring step {ring.index(k) + 1 if k in ring else 0} of {len(ring)}",
+            "all_gather": f"Step {n}: all-gather of K/V, "
                           f"{gather.index(k) + 1 if k in gather else 0} of {len(gather)}",
-            "attend": f"Step {k}: attend locally",
-            "all_to_all_back": f"Step {k}: all-to-all back, heads → sequence",
-            "result": f"Step {k}: the result"}.get(frame.phase, f"Step {k}")
+            "attend": f"Step {n}: attend locally",
+            "all_to_all_back": f"Step {n}: all-to-all back, heads → sequence",
+            "result": f"Step {n}: the result"}.get(frame.phase, f"Step {n}")
 
 
 def _row_y(p, i: int) -> tuple[float, float]:

@@ -107,9 +107,11 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
         else:
             strip, strip_texts = (), ()
         end = human_time_us(trace.moments[-1].t_us)
+        # the header says the time alone: "event k of N" was a second count beside the
+        # player's step, and ran into the title
         frames.append(FrameView(
-            k, "Before the step · t = 0" if k == 0 else f"t = {human_time_us(hi)} of {end} · "
-            f"event {k} of {len(trace.moments) - 1}", pieces + strip, texts + strip_texts,
+            k, "Before the step · t = 0" if k == 0 else f"t = {human_time_us(hi)} of {end}",
+            pieces + strip, texts + strip_texts,
             round(x_of(hi), 1), human_time_us(hi), _notes(trace, clock, hi),
             "t = 0, before the step" if k == 0 else f"t = {human_time_us(hi)} of {end}"))
     legend_items = []
@@ -135,9 +137,8 @@ def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
 def deck_title(p, trace: DataParallelTrace) -> str:
     n = len(trace.timeline.buckets)
     return {"dp": f"DataParallel · {p.dp} GPUs · {p.preset}",
-            "ddp": f"DDP · {p.dp} ranks · {n} buckets of ≤ {p.bucket_mb:g} MiB"
-                   f"{' (the first ≤ 1 MiB: DDP default)' if p.bucket_cap_mb is None else ''}"
-                   f" · {p.preset}",
+            "ddp": f"DDP · {p.dp} ranks · {p.preset} · {n} buckets ≤ {p.bucket_mb:g} MiB"
+                   f"{' (first ≤ 1 MiB)' if p.bucket_cap_mb is None else ''}",
             "fsdp": f"FSDP · {p.dp} ranks · prefetch {'on' if p.prefetch else 'off'} · "
                     f"{p.preset}"}[p.mode]
 
@@ -183,6 +184,10 @@ def _bar_pieces(bars: tuple[Bar, ...], x0: float, x1: float):
     return tuple(pieces), tuple(texts)
 
 
+EVENT_TOLERANCE_US = 1e-3
+"""Times closer than a nanosecond are the same event."""
+
+
 class BucketClock:
     """Where each DDP bucket stands at a given time: waiting for its first gradient, filling,
     full and queued behind other all-reduces, being all-reduced, or done."""
@@ -200,6 +205,10 @@ class BucketClock:
 
     def state(self, bucket, t_us: float) -> tuple[str, float]:
         span, times, filled = self.plan[bucket.index]
+        # a frame's time is its event's, rounded to the nanosecond (the timeline's moments): a
+        # span that ends at that event ends then, though its float end lies a few ulps later
+        # (bucket 6 was still drawn all-reducing at the event its caption says it finished)
+        t_us += EVENT_TOLERANCE_US
         if span.end_us <= t_us:
             return "reduced", 1.0
         if span.start_us <= t_us:

@@ -409,28 +409,56 @@ def _bin_preview(p, trace, bins: _Bins) -> list:
 
 
 def _arrows(p, trace, tab: _Table, bins: _Bins) -> tuple[Arrow, ...]:
-    """Top-k arrows of the first tokens, from their row to their slot, with the gate weight."""
-    from app.draw.geometry import Point, arrow
+    """Top-k arrows of the first tokens, from their row into the column of their slot, with the
+    gate weight. Each leaves its row level and drops onto the top of the slot's column, its
+    head on the column's topmost box; the deck draws the arrows under the bins (so no line runs
+    through a slot's number) and outlines the slot each arrow stands for (:func:`_arrow_slots`).
+    They used to end at the slot's left edge, which, beside a shorter column, was in mid-air."""
     if not bins.slots:
         return ()
     r, per_rank = trace.routing, p.tokens // p.ep
     order = _policy_order(p, trace)
-    place = {ts: k for items in order.values() for k, ts in enumerate(items)}
     out = []
-    tokens = min(tab.rows, max(1, ARROW_SLOTS // p.top_k) if p.top_k <= 2 else 1)
-    for t in range(tokens):
+    head = 9.0
+    for t in range(_arrow_tokens(p, tab)):
         for slot in range(p.top_k):
             e, s = int(r.experts[t, slot]), t // per_rank
-            x = bins.expert_x[e] + s * bins.sub_w + 1
-            y = BIN_Y1 - (place[(t, slot)] + 0.5) * bins.unit
-            start = Point(TABLE_X1 + 6, tab.y(t) + tab.rh / 2)
-            a = arrow(start, Point(x, y), 0.06 * (1 if slot % 2 else -1), 0, 2, head=9)
-            colour = rank_colour(s, p.ep)
+            x = bins.expert_x[e] + (s + 0.5) * bins.sub_w
+            top = BIN_Y1 - len(order[(s, e)]) * bins.unit - 1
+            sx, sy = TABLE_X1 + 6, tab.y(t) + tab.rh / 2
+            cy = min(sy, top - 40)
+            d = (f"M{coord(sx)},{coord(sy)} Q{coord(x)},{coord(cy)} "
+                 f"{coord(x)},{coord(top - head)}")
+            tip = f"{coord(x)},{coord(top)} {coord(x - head / 2)},{coord(top - head)} " \
+                  f"{coord(x + head / 2)},{coord(top - head)}"
             # token 0's weights stacked beside the arrows' start, in choice order
-            lx, ly = start.x + 28, start.y - 4 + 15 * slot
+            lx, ly = sx + 28, sy - 4 + 15 * slot
             label = _prob(float(r.weights[t, slot])) if t == 0 and slot < 4 else ""
-            out.append(Arrow(a.d, a.head, colour, label, lx, ly))
+            out.append(Arrow(d, tip, rank_colour(s, p.ep), label, lx, ly))
     return tuple(out)
+
+
+def _arrow_tokens(p, tab: _Table) -> int:
+    """How many of the first tokens get arrows."""
+    return min(tab.rows, max(1, ARROW_SLOTS // p.top_k) if p.top_k <= 2 else 1)
+
+
+def _arrow_slots(p, trace, bins: _Bins) -> list:
+    """The slots the arrows stand for, outlined while their step is current."""
+    if not bins.slots:
+        return []
+    r, per_rank = trace.routing, p.tokens // p.ep
+    order = _policy_order(p, trace)
+    place = {ts: k for items in order.values() for k, ts in enumerate(items)}
+    out = []
+    for t in range(_arrow_tokens(p, _table(p))):
+        for slot in range(p.top_k):
+            e, s = int(r.experts[t, slot]), t // per_rank
+            x = bins.expert_x[e] + s * bins.sub_w
+            y = BIN_Y1 - (place[(t, slot)] + 1) * bins.unit
+            out.append(Rect(x + 1, y + 1, bins.sub_w - 2, bins.unit - 2,
+                            cls="only-current changed-box"))
+    return out
 
 
 # --- frames 4–7: expert parallelism ------------------------------------------------------
@@ -757,7 +785,8 @@ def build_deck(trace) -> MoeDeck:
     frames = [
         FrameView(0, HEADERS[0], tuple(_table_frame0(p, trace, tab) + _bin_preview(p, trace, bins))),
         FrameView(1, HEADERS[1], tuple(_table_frame1(p, trace, tab))),
-        FrameView(2, HEADERS[2], tuple(_table_frame2(p, trace, tab) + _bin_frame(p, trace, bins, False)),
+        FrameView(2, HEADERS[2], tuple(_table_frame2(p, trace, tab) + _bin_frame(p, trace, bins, False)
+                                       + _arrow_slots(p, trace, bins)),
                   _arrows(p, trace, tab, bins)),
         FrameView(3, HEADERS[3], tuple(_bin_frame(p, trace, bins, True))),
         FrameView(4, HEADERS[4], tuple(_ep_frame4(p, trace, cols))),

@@ -40,13 +40,17 @@ def render(deck: MoeDeck, current: int, *, standalone: bool = False,
 
 def _frame(f: FrameView, current: int, standalone: bool) -> list[str]:
     out = [frame_start(f.index, current, f.unit, step=True)]
+    shown = not standalone or f.index == current
+    # the arrows under the frame's own drawing: no line runs through a slot's number
+    if shown and f.arrows:
+        out.append('<g class="only-current arrows">')
+        out += [shapes.arrow(a, number=False) for a in f.arrows]
+        out += [shapes.arrow_number(a) for a in f.arrows]   # over every line, halo and all
+        out.append("</g>")
     # labels in a row are written together (shapes.texts)
     for labels, items in groupby(f.items, key=lambda item: isinstance(item, Text)):
         out += [shapes.texts(items)] if labels else [_item(item, standalone) for item in items]
-    if not standalone or f.index == current:
-        out.append('<g class="only-current arrows">')
-        out += [shapes.arrow(a, anchor="middle") for a in f.arrows]
-        out.append("</g>")
+    if shown:
         out.append(step_header(f.header, x=20, y=34, size=22, only_current=True))
     out.append("</g>")
     return out

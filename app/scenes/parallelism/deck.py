@@ -202,7 +202,7 @@ def build_deck(trace: ParallelismTrace, only: int | None = None) -> Deck:
         title = PHASE_TITLES.get(frame.phase) or (
             f"{frame.axis} groups" if frame.phase == "groups"
             else f"Traffic of {groups_of.get(frame.axis, frame.axis)}")
-        header = f"Step {k} of {n - 1} · {title}"
+        header = f"Step {k + 1} of {n} · {title}"   # counted from 1, as the player counts
         shapes = _frame_shapes(trace, k, geometry)
         frames.append(FrameView(k, header, frame.axis or "", tuple(shapes),
                                 title[0].lower() + title[1:]))

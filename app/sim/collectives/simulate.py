@@ -234,7 +234,7 @@ def _captions(p: CollectiveParams, schedule: Schedule, values: np.ndarray,
               elements_sent: np.ndarray) -> list[str]:
     n_steps = len(schedule.steps)
     first = (f"Before: each of the {p.world} ranks holds its own input. {p.op} with the "
-             f"{p.algorithm.replace('_', '-')} algorithm takes {n_steps} steps; at the end, "
+             f"{p.algorithm.replace('_', '-')} algorithm takes {n_steps} communication steps; at the end, "
              f"{SEMANTICS[p.op]}.")
     captions = [first]
     sent_so_far = np.zeros(p.world, dtype=np.int64)
@@ -242,7 +242,7 @@ def _captions(p: CollectiveParams, schedule: Schedule, values: np.ndarray,
         for m in step.moves:
             if not m.local:
                 sent_so_far[m.src] += m.length
-        text = (f"Step {k} of {n_steps} · {step.phase}: {step.note}. "
+        text = (f"Communication step {k} of {n_steps} · {step.phase}: {step.note}. "
                 f"{_example(step, values[k - 1])} "
                 f"The busiest rank has sent {int(sent_so_far.max())} elements so far.")
         if k == n_steps:

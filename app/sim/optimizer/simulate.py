@@ -333,7 +333,7 @@ def _start_caption(p: OptimizerParams, a, c, w0, loss: float) -> str:
 
 def _grad_caption(p: OptimizerParams, t: int, a, c, model, g) -> str:
     cast = " and rounds it to bf16" if p.precision == "mixed" else ""
-    return (f"Step {t}: the backward pass computes g = a ⊙ (w − c){cast}: g[0] = "
+    return (f"Optimizer step {t}: the backward pass computes g = a ⊙ (w − c){cast}: g[0] = "
             f"{_num(a[0])} × ({_num(model[0])} − {_num(c[0])}) = {_num(g[0])}.")
 
 

@@ -202,12 +202,12 @@ def _frames(p: PrecisionParams, steps: tuple[ScaleStep, ...],
                     (), "start")]
     for s in steps:
         if s.found_inf:
-            text = (f"Step {s.step}: S = {_log2(s.scale)}, the largest |S·g| is "
+            text = (f"Training step {s.step}: S = {_log2(s.scale)}, the largest |S·g| is "
                     f"{s.max_scaled:.3g} > 65504, FP16's largest value: the gradients hold inf. "
                     f"GradScaler skips this optimizer step and halves S to {_log2(s.scale_after)}.")
         else:
             grew = s.scale_after > s.scale
-            text = (f"Step {s.step}: S = {_log2(s.scale)}, largest |S·g| = {s.max_scaled:.3g} "
+            text = (f"Training step {s.step}: S = {_log2(s.scale)}, largest |S·g| = {s.max_scaled:.3g} "
                     f"fits; {100 * s.underflow:.2g}% of gradients flush to 0 and "
                     f"{100 * s.subnormal:.2g}% are subnormal. The step is applied"
                     + (f"; that was {p.growth_interval} clean steps in a row, so S doubles to "
