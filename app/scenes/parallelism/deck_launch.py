@@ -1,8 +1,8 @@
 """The /parallelism frames that cover the ranks and use the whole body between the header and
 the legend (layout in :mod:`app.scenes.parallelism.deck`): the rank orders compared by the
 bytes each puts on InfiniBand, and the launch — torchrun's lines, what each process is told,
-the device meshes it builds. Text goes into :class:`app.draw.column.Column`\ s, so a small box
-keeps the first lines and rows and leaves the rest out (never a smaller size).
+the device meshes it builds. Text goes into columns (:class:`app.draw.column.Column`), so a
+small box keeps the first lines and rows and leaves the rest out (never a smaller size).
 """
 
 from __future__ import annotations
