@@ -7,6 +7,7 @@ Chromium renders it.)"""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,21 @@ BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(320, 5
 at the deck's least width), and larger type."""
 
 
-def width(text: str, size: float, bold: bool, mono: bool = False) -> float:
+@lru_cache(maxsize=4)
+def font(name: str):
     from PIL import ImageFont
+    return ImageFont.truetype(str(FONTS / name), 1000)
+
+
+@lru_cache(maxsize=65536)
+def em(text: str, bold: bool, mono: bool) -> float:
     name = ("DejaVuSansMono-Bold.ttf" if bold else "DejaVuSansMono.ttf") if mono else (
         "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")
-    return ImageFont.truetype(str(FONTS / name), 1000).getlength(text) / 1000 * size
+    return font(name).getlength(text) / 1000
+
+
+def width(text: str, size: float, bold: bool, mono: bool = False) -> float:
+    return em(text, bold, mono) * size
 
 
 def extent(t: Text, central: bool = False) -> tuple[float, float, float, float]:
