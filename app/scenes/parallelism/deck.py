@@ -35,7 +35,7 @@ from app.sim.parallelism.simulate import ParallelismTrace
 MIN_WIDTH, MIN_HEIGHT = 600, 320
 """The smallest box the deck is laid out for: a narrower frame (a phone) scrolls it."""
 DETAILED_MAX = 64
-SUMMARY_NODES = 24
+SUMMARY_NODES = 40
 """At most this many nodes' boxes in a summary."""
 KINDS = ("tp", "cp", "ep", "dp", "pp")
 """The hover strips of a cell, left to right, and the order of the legend."""

@@ -200,8 +200,9 @@ def _groups(g: Geometry, axis: str) -> list:
             shown = min(shown, room - 1)              # and "… k more"
         for grp in groups[:max(0, shown)]:
             line = repr(list(grp))
-            if len(line) > chars:
-                line = line[:max(1, chars - 3)].rstrip(", ") + " …]"
+            if len(line) > chars:         # whole numbers only: cut at a comma
+                cut = line[:max(1, chars - 4)]
+                line = (cut[:cut.rfind(",")] if "," in cut else cut) + ", …]"
             col.add(line, small, mono=True)
         if 0 < shown < len(groups):
             col.add(f"… {len(groups) - shown} more", small, "muted")
