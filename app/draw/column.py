@@ -12,11 +12,9 @@ DejaVu Sans Mono is set: every character 0.602 em (1233 of 2048 units), Menlo's 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from app.draw.layout import LINE
 from app.draw.shapes import Text
-from app.draw.text import text_width
+from app.draw.text import text_width, wrap_by
 
 MONO_EM = 1233 / 2048
 """DejaVu Sans Mono's advance, every character alike."""
@@ -30,25 +28,6 @@ def mono_width(text: str, size: float) -> float:
 def width_of(text: str, size: float, bold: bool = False, mono: bool = False) -> float:
     """The width of a label in the family it is set in."""
     return mono_width(text, size) if mono else text_width(text, size, bold)
-
-
-def wrap_to(text: str, width: Callable[[str], float], room: float, hang: float = 0.0
-            ) -> list[str]:
-    """``text`` broken at spaces into lines no wider than ``room`` by ``width`` — the lines
-    after the first ``hang`` units narrower (a command's continuation, set that far in); a word
-    wider than the whole line keeps a line of its own (the caller checks)."""
-    lines: list[str] = []
-    line = ""
-    for word in text.split(" "):
-        candidate = f"{line} {word}" if line else word
-        if line and width(candidate) > room - (hang if lines else 0.0):
-            lines.append(line)
-            line = word
-        else:
-            line = candidate
-    if line:
-        lines.append(line)
-    return lines
 
 
 class Column:
@@ -69,7 +48,7 @@ class Column:
         def width(s: str) -> float:
             return width_of(s, size, bold, mono)
 
-        out = wrap_to(text, width, room, hang)
+        out = wrap_by(text, width, room, hang)
         return out if out and all(width(s) <= room - (hang if k else 0.0)
                                   for k, s in enumerate(out)) else None
 

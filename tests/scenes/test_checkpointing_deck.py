@@ -7,17 +7,14 @@ same as Chromium renders it.)"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from app.draw.box import Box
 from app.scenes.checkpointing.deck import MIN_WIDTH, build_deck
 from app.sim.checkpointing.params import CheckpointParams
 from app.sim.checkpointing.simulate import simulate
-from tests.scenes.test_parallelism_deck import apart, extent
+from tests.scenes.deck_labels import HAVE_FONTS, check_step
 
-FONTS = Path("/usr/share/fonts/truetype/dejavu")
 QUERIES = [{}, {"layers": 32}, {"recompute": "selective", "micro_batch": 8}]
 BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(320, 520),
          Box(920, 360, 1.5)]
@@ -28,7 +25,7 @@ def traces():
     return {k: simulate(CheckpointParams(**q)) for k, q in enumerate(QUERIES)}
 
 
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
+@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
 @pytest.mark.parametrize("query", range(len(QUERIES)))
 def test_labels_fit_stay_legible_and_apart(traces, query, box):
@@ -50,14 +47,7 @@ def test_labels_fit_stay_legible_and_apart(traces, query, box):
         header = type(deck.header)(deck.header.x, deck.header.y, f.header, deck.header.size,
                                    weight=700)
         shown = fixed + [header] + ([f.cursor] if f.cursor else [])
-        boxes = [extent(t) for t in shown]
-        for t, e in zip(shown, boxes):
-            assert t.size >= box.small - 1e-9, (f.header, t.text, t.size)
-            assert 0 <= e[0] and e[2] <= deck.width and 0 <= e[1] and e[3] <= deck.height, \
-                (t.text, e)
-        for i, a in enumerate(boxes):
-            for j in range(i + 1, len(boxes)):
-                assert apart(a, boxes[j]), (f.header, shown[i].text, shown[j].text)
+        check_step(shown, box, deck.width, deck.height, f.header)
 
 
 def test_the_cursor_follows_the_chosen_strategy():

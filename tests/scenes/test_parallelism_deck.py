@@ -7,9 +7,6 @@ Chromium renders it.)"""
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
 import pytest
 
 from app.draw.box import Box
@@ -17,8 +14,8 @@ from app.draw.shapes import Rect, Text
 from app.scenes.parallelism.deck import DETAILED_MAX, MIN_WIDTH, build_deck
 from app.sim.parallelism.params import ParallelismParams
 from app.sim.parallelism.simulate import simulate
+from tests.scenes.deck_labels import HAVE_FONTS, check_step, extent, inside
 
-FONTS = Path("/usr/share/fonts/truetype/dejavu")
 QUERIES = [{}, {"dp": 4}, {"tp": 4, "dp": 8}, {"dp": 32}, {"tp": 8, "gpus_per_node": 8, "pp": 4}]
 """8 ranks (the default), 16, 64 (detailed where the box allows, else a summary), 128 (always
 a summary), 8-GPU nodes."""
@@ -28,42 +25,7 @@ BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(320, 5
 at the deck's least width), and larger type."""
 
 
-@lru_cache(maxsize=4)
-def font(name: str):
-    from PIL import ImageFont
-    return ImageFont.truetype(str(FONTS / name), 1000)
-
-
-@lru_cache(maxsize=65536)
-def em(text: str, bold: bool, mono: bool) -> float:
-    name = ("DejaVuSansMono-Bold.ttf" if bold else "DejaVuSansMono.ttf") if mono else (
-        "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")
-    return font(name).getlength(text) / 1000
-
-
-def width(text: str, size: float, bold: bool, mono: bool = False) -> float:
-    return em(text, bold, mono) * size
-
-
-def extent(t: Text, central: bool = False) -> tuple[float, float, float, float]:
-    """A label's box: DejaVu's ascent 0.76 em and descent 0.24 em round its baseline (or round
-    its middle, for ``dominant-baseline: central``)."""
-    w = width(t.text, t.size, t.weight >= 600, t.mono)
-    x0 = t.x - w if t.anchor == "end" else t.x - w / 2 if t.anchor == "middle" else t.x
-    if central:
-        return x0, t.y - 0.5 * t.size, x0 + w, t.y + 0.5 * t.size
-    return x0, t.y - 0.76 * t.size, x0 + w, t.y + 0.24 * t.size
-
-
-def apart(a, b) -> bool:
-    return a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5 or b[3] <= a[1] + 0.5
-
-
-def inside(e, x0, y0, x1, y1) -> bool:
-    return x0 - 0.5 <= e[0] and e[2] <= x1 + 0.5 and y0 - 0.5 <= e[1] and e[3] <= y1 + 0.5
-
-
-@pytest.mark.skipif(not (FONTS / "DejaVuSansMono.ttf").exists(), reason="DejaVu not installed")
+@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
 @pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
 def test_labels_fit_stay_legible_and_apart(query, box):
@@ -95,12 +57,8 @@ def test_labels_fit_stay_legible_and_apart(query, box):
         if not covered:
             shown += numbers + node_labels
         shown = [(t, e or extent(t)) for t, e in shown]
-        for t, e in shown:
-            assert t.size >= box.small - 1e-9, (frame.header, t.text, t.size)
-            assert inside(e, 0, 0, deck.width, deck.height), (frame.header, t.text, e)
-        for i, (a, ea) in enumerate(shown):
-            for b, eb in shown[i + 1:]:
-                assert apart(ea, eb), (frame.header, a.text, b.text)
+        check_step([t for t, _ in shown], box, deck.width, deck.height, frame.header,
+                   [e for _, e in shown])
         for t, e in texts:   # a cell's notes stay in their cell
             if "cell-note" in t.cls:
                 assert any(inside(e, c.x, c.y, c.x + c.s, c.y + c.s) for c in deck.cells), t

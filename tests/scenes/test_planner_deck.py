@@ -7,17 +7,14 @@ measures the same as Chromium renders it.)"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from app.draw.box import Box
 from app.scenes.planner.deck import MIN_WIDTH, build_deck, pareto
 from app.sim.planner.params import PlannerParams
 from app.sim.planner.simulate import simulate
-from tests.scenes.test_parallelism_deck import apart, extent
+from tests.scenes.deck_labels import HAVE_FONTS, check_step
 
-FONTS = Path("/usr/share/fonts/truetype/dejavu")
 QUERIES = [{}, {"gpus": 4096, "preset": "llama3-405b", "global_batch": 2048}]
 BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(320, 520),
          Box(920, 360, 1.5)]
@@ -36,7 +33,7 @@ def traces():
     return {k: simulate(PlannerParams(**q)) for k, q in enumerate(QUERIES)}
 
 
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
+@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
 @pytest.mark.parametrize("query", range(len(QUERIES)))
 def test_labels_fit_stay_legible_and_apart(traces, query, box):
@@ -49,14 +46,7 @@ def test_labels_fit_stay_legible_and_apart(traces, query, box):
                                    weight=700)
         shown = fixed + [header, *layer.current] + [t for lay in deck.layers[:k + 1]
                                                     for t in lay.texts]
-        boxes = [extent(t) for t in shown]
-        for t, e in zip(shown, boxes):
-            assert t.size >= box.small - 1e-9, (layer.header, t.text, t.size)
-            assert 0 <= e[0] and e[2] <= deck.width and 0 <= e[1] and e[3] <= deck.height, \
-                (t.text, e)
-        for i, a in enumerate(boxes):
-            for j in range(i + 1, len(boxes)):
-                assert apart(a, boxes[j]), (layer.header, shown[i].text, shown[j].text)
+        check_step(shown, box, deck.width, deck.height, layer.header)
     best = deck.layers[1].texts
     assert len(best) == 1 and best[0].text.startswith("best")
     shares = [t for t in deck.layers[2].texts if t.text.endswith("%")]
