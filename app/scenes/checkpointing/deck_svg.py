@@ -66,8 +66,8 @@ def _chart(deck: CheckpointDeck) -> list[str]:
 
 
 def _key(c: Curve) -> str:
-    """A curve's line in the key, its label (the chosen one's " this run" muted) and its peak
-    and time."""
+    """A curve's line in the key, its label (the chosen one's " this run" muted: the space
+    before the span, where every renderer keeps it) and its peak and time."""
     x1, x2, y = c.key
     dash = f' stroke-dasharray="{c.dash}"' if c.dash else ""
     paint = (f'stroke="{c.colour}" stroke-width="5"' if c.chosen else   # others: muted ink
@@ -77,8 +77,8 @@ def _key(c: Curve) -> str:
     if c.chosen:
         name = label.text[:-len(THIS_RUN)]
         out.append(f'<text class="ink" x="{_n(label.x)}" y="{_n(label.y)}" '
-                   f'font-size="{_n(label.size)}" font-weight="700">{_e(name)}<tspan '
-                   f'class="muted" font-weight="400">{THIS_RUN}</tspan></text>')
+                   f'font-size="{_n(label.size)}" font-weight="700">{_e(name)} <tspan '
+                   f'class="muted" font-weight="400">{THIS_RUN.strip()}</tspan></text>')
     else:
         out.append(shapes.label(label))
     out += [shapes.label(t) for t in rest]
