@@ -6,6 +6,8 @@ widths measured with Pillow from DejaVu Sans, not with the deck's own width tabl
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pytest
 
 from app.draw.box import Box
@@ -29,11 +31,17 @@ def extent(x, y, text, size, anchor="start", bold=False, middle=False):
     return x0, base - 0.76 * size, x0 + w, base + 0.24 * size
 
 
+@lru_cache(maxsize=8)
+def traced(items):
+    """A query's trace, simulated once for all the boxes."""
+    return simulate(DataParallelParams(**dict(items)))
+
+
 @pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
 @pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
 def test_labels_fit_stay_legible_and_apart(query, box):
-    trace = simulate(DataParallelParams(**query))
+    trace = traced(tuple(sorted(query.items())))
     deck = build_deck(trace, box)
     assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
     small = box.small

@@ -7,6 +7,8 @@ communication rows stay readable: a row per kind only where each is tall enough,
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pytest
 
 from app.draw.box import Box
@@ -22,11 +24,17 @@ QUERIES = [{}, {"tp": 2, "cp": 2, "pp": 2, "dp": 2, "ep": 2},
 BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
 
 
+@lru_cache(maxsize=8)
+def traced(items):
+    """A query's trace, simulated once for all the boxes."""
+    return simulate(TrainParams(**dict(items)))
+
+
 @pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
 @pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
 def test_labels_fit_stay_legible_and_apart(query, box):
-    trace = simulate(TrainParams(**query))
+    trace = traced(tuple(sorted(query.items())))
     deck = build_deck(trace, box)
     p = trace.params
     assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
