@@ -6,42 +6,21 @@ widths measured with Pillow from DejaVu Sans, not with the deck's own width tabl
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import pytest
-
-from app.draw.box import Box
 from app.scenes.data_parallel.deck import MIN_WIDTH, build_deck
 from app.sim.data_parallel.params import DataParallelParams
 from app.sim.data_parallel.simulate import simulate
-from tests.scenes.test_memory_deck import FONTS, apart, width
+from tests.scenes.deck_boxes import extent, in_boxes, tracer
+from tests.scenes.test_memory_deck import apart
 
 QUERIES = [{}, {"mode": "fsdp", "dp": 16}, {"mode": "dp", "dp": 8}, {"bucket_mb": 0.5, "dp": 32}]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
-"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's (drawn
-560 wide) and larger type."""
 
 
-def extent(x, y, text, size, anchor="start", bold=False, middle=False):
-    """A label's box: DejaVu's ascent 0.76 em and descent 0.24 em round its baseline (``y`` is
-    the middle for the labels drawn with dy = 0.35 em)."""
-    base = y + 0.35 * size if middle else y
-    w = width(text, size, bold)
-    x0 = x - w if anchor == "end" else x - w / 2 if anchor == "middle" else x
-    return x0, base - 0.76 * size, x0 + w, base + 0.24 * size
+trace_of = tracer(simulate, DataParallelParams)
 
 
-@lru_cache(maxsize=8)
-def traced(items):
-    """A query's trace, simulated once for all the boxes."""
-    return simulate(DataParallelParams(**dict(items)))
-
-
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
-@pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
-@pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
+@in_boxes(QUERIES)
 def test_labels_fit_stay_legible_and_apart(query, box):
-    trace = traced(tuple(sorted(query.items())))
+    trace = trace_of(query)
     deck = build_deck(trace, box)
     assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
     small = box.small

@@ -6,37 +6,26 @@ table (tests/browser/test_deck_legibility.py measures the same as Chromium rende
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import pytest
-
-from app.draw.box import Box
 from app.scenes.tensor_parallel.deck import MIN_WIDTH, build_deck
 from app.sim.tensor_parallel.params import TensorParallelParams
 from app.sim.tensor_parallel.simulate import simulate
-from tests.scenes.test_data_parallel_deck import extent
-from tests.scenes.test_memory_deck import FONTS, apart
+from tests.scenes.deck_boxes import extent, in_boxes, tracer
+from tests.scenes.test_memory_deck import apart
 
 QUERIES = [{}, {"tp": 8}, {"block": "mlp", "sequence_parallel": True},
            {"block": "attention", "tp": 4}, {"block": "embedding", "tp": 4}]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
 
 
 def _text(t):
     return (*extent(t.x, t.y, t.text, t.size, t.anchor, t.weight == "700"), t.text)
 
 
-@lru_cache(maxsize=8)
-def traced(items):
-    """A query's trace, simulated once for all the boxes."""
-    return simulate(TensorParallelParams(**dict(items)))
+trace_of = tracer(simulate, TensorParallelParams)
 
 
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
-@pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
-@pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
+@in_boxes(QUERIES)
 def test_labels_fit_stay_legible_and_apart(query, box):
-    deck = build_deck(traced(tuple(sorted(query.items()))), box)
+    deck = build_deck(trace_of(query), box)
     g = deck.geometry
     small = box.small
     assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box

@@ -7,34 +7,23 @@ communication rows stay readable: a row per kind only where each is tall enough,
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import pytest
-
-from app.draw.box import Box
 from app.scenes.train.deck import LANE_MIN, MIN_WIDTH, build_deck, lanes_of
 from app.sim.train.params import TrainParams
 from app.sim.train.simulate import simulate
-from tests.scenes.test_data_parallel_deck import extent
-from tests.scenes.test_memory_deck import FONTS, apart
+from tests.scenes.deck_boxes import extent, in_boxes, tracer
+from tests.scenes.test_memory_deck import apart
 
 QUERIES = [{}, {"tp": 2, "cp": 2, "pp": 2, "dp": 2, "ep": 2},
            {"tp": 1, "pp": 4, "dp": 4, "ep": 4, "microbatches": 8},
            {"tp": 2, "pp": 1, "dp": 1, "ep": 1, "recompute": "full"}]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
 
 
-@lru_cache(maxsize=8)
-def traced(items):
-    """A query's trace, simulated once for all the boxes."""
-    return simulate(TrainParams(**dict(items)))
+trace_of = tracer(simulate, TrainParams)
 
 
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
-@pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
-@pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
+@in_boxes(QUERIES)
 def test_labels_fit_stay_legible_and_apart(query, box):
-    trace = traced(tuple(sorted(query.items())))
+    trace = trace_of(query)
     deck = build_deck(trace, box)
     p = trace.params
     assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
