@@ -128,14 +128,14 @@ def build_deck(trace: DataParallelTrace, box: Box, upto: int | None = None) -> D
         strip_head = (small * LINE + small * 0.5 if titled else small * 0.6) if share else 0.0
         note_row = text * 1.5 if noted else 0.0
         room = legend.top - pad * 0.4 - note_row - strip_head - cursor_row - lanes_top
-        lane_h = min(text * 6, room / (len(lanes) + share))
+        lane_h = min(text * 8, room / (len(lanes) + share))
         if lane_h >= least:
             break
     else:   # even so too short: the deck is drawn taller (its frame then scales it down)
         height = math.ceil(height + (least - lane_h) * len(lanes))
         legend = legend_rows(area, [n for _, n in items], bottom=height)
         lane_h = least
-    strip_h = round(min(text * 6, lane_h * share), 1)
+    strip_h = round(min(text * 7, lane_h * share), 1)
     lanes_bottom = lanes_top + lane_h * len(lanes)
     cursor_y = round(lanes_bottom + small * 1.15, 1)
     strip_top = round(lanes_bottom + cursor_row + strip_head, 1)
