@@ -1,0 +1,43 @@
+"""What the tests of the decks laid out for their box share (test_data_parallel_deck.py,
+test_train_deck.py, test_tensor_parallel_labels.py): the boxes they lay a deck out in, a
+label's extent measured with Pillow from DejaVu Sans (tests/scenes/test_memory_deck.py), each
+state simulated once for all the boxes, and the parametrisation over states × boxes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+import pytest
+
+from app.draw.box import Box
+from tests.scenes.test_memory_deck import FONTS, width
+
+BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
+"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's (drawn
+560 wide at least) and larger type."""
+
+
+def extent(x, y, text, size, anchor="start", bold=False, middle=False):
+    """A label's box: DejaVu's ascent 0.76 em and descent 0.24 em round its baseline (``y`` is
+    the middle for the labels drawn with dy = 0.35 em)."""
+    base = y + 0.35 * size if middle else y
+    w = width(text, size, bold)
+    x0 = x - w if anchor == "end" else x - w / 2 if anchor == "middle" else x
+    return x0, base - 0.76 * size, x0 + w, base + 0.24 * size
+
+
+def tracer(simulate: Callable, params: type) -> Callable[[dict], object]:
+    """``trace(query)``: the state's trace, simulated once for all the boxes."""
+    once = lru_cache(maxsize=8)(lambda items: simulate(params(**dict(items))))
+    return lambda query: once(tuple(sorted(query.items())))
+
+
+def in_boxes(queries: list[dict]):
+    """A test of ``(query, box)`` for every state and box (skipped without DejaVu Sans)."""
+    def decorate(test):
+        test = pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])(
+            pytest.mark.parametrize("query", queries, ids=range(len(queries)))(test))
+        return pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(),
+                                  reason="DejaVu Sans not installed")(test)
+    return decorate
