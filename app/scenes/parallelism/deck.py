@@ -34,6 +34,9 @@ from app.sim.parallelism.simulate import ParallelismTrace
 
 MIN_WIDTH, MIN_HEIGHT = 600, 320
 """The smallest box the deck is laid out for: a narrower frame (a phone) scrolls it."""
+FIGURE = Box(880, 480)
+"""The box of the deck drawn as a figure outside its own page (the /train page's mesh, at most
+56 rem wide there): about one unit a pixel."""
 DETAILED_MAX = 64
 SUMMARY_NODES = 40
 """At most this many nodes' boxes in a summary."""
@@ -277,7 +280,7 @@ def headers(trace: ParallelismTrace) -> list[tuple[str, str]]:
     return out
 
 
-def build_deck(trace: ParallelismTrace, box: Box, only: int | None = None) -> Deck:
+def build_deck(trace: ParallelismTrace, box: Box = FIGURE, only: int | None = None) -> Deck:
     """Every frame, or only frame ``only`` (a standalone file), laid out for ``box``."""
     from app.scenes.parallelism.deck_panels import frame_shapes, legend_shapes
 
