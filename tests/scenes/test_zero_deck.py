@@ -9,9 +9,6 @@ draws the phase's states) in proportion to DDP's 16Ψ = 120 GB."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
 import pytest
 
 from app.draw.box import Box
@@ -19,10 +16,7 @@ from app.draw.palette import CATEGORY
 from app.scenes.zero.deck import MIN_WIDTH, build_deck
 from app.sim.zero.params import ZeroParams
 from app.sim.zero.simulate import simulate
-from tests.scenes.test_memory_deck import apart
-from tests.scenes.test_memory_deck import width as pillow_width
-
-FONTS = Path("/usr/share/fonts/truetype/dejavu")
+from tests.scenes.labels import HAVE_FONTS, assert_apart, width
 
 QUERIES = [{}, {"dp": 32}, {"dp": 1, "stage": 0}, {"dp": 8, "stage": 3, "mlp_layers": 6,
                                                    "mlp_width": 8},
@@ -30,11 +24,6 @@ QUERIES = [{}, {"dp": 32}, {"dp": 1, "stage": 0}, {"dp": 8, "stage": 3, "mlp_lay
 BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
 """The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's, and
 larger type."""
-
-@lru_cache(maxsize=None)
-def width(text: str, size: float, bold: bool) -> float:
-    return pillow_width(text, size, bold)
-
 
 BOLD = ("unit", "shard", "title", "total", "rank", "header")
 
@@ -87,7 +76,7 @@ def numbers_at(deck, k: int) -> dict[tuple[float, float], object]:
     return standing
 
 
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
+@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
 @pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
 def test_labels_fit_stay_legible_and_apart(query, box):
@@ -107,12 +96,7 @@ def test_labels_fit_stay_legible_and_apart(query, box):
             assert lb.size in sizes and lb.size >= area.small - 1e-9, (kind, lb.text, lb.size)
             assert 0 <= b[0] and b[2] <= deck.width and 0 <= b[1] and b[3] <= deck.height, \
                 (kind, lb.text, b)
-        order = sorted(range(len(boxes)), key=lambda i: boxes[i][0])
-        for n, i in enumerate(order):     # a sweep along x: only boxes that start before i ends
-            for j in order[n + 1:]:
-                if boxes[j][0] >= boxes[i][2]:
-                    break
-                assert apart(boxes[i], boxes[j]), (k, texts[i], texts[j])
+        assert_apart(boxes, texts, k)
         for n in deck.frames[k].notes:    # notes between the grid and the panel
             assert cells_right < n.x and extent("note", n)[2] <= deck.panel.left
     for n in deck.ring:                   # a rank's number inside its node
