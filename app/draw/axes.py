@@ -69,20 +69,22 @@ def spaced(candidates: Iterable[Sequence[float]], px: Callable[[float], float],
            gap: float | None = None) -> tuple[tuple[float, str], ...]:
     """The first set of ``candidates`` whose labels (at ``size``, centred on their tick along
     a horizontal axis, or one per line along a vertical one) keep ``gap`` (a label's size by
-    default) apart: (pixel, label) of each tick. The last candidate if none does."""
+    default) apart: (pixel, label) of each tick. Where none does (an axis shorter than two
+    labels), the first tick of the sparsest set alone."""
     gap = size if gap is None else gap
     chosen: tuple[tuple[float, str], ...] = ()
     for values in candidates:
         chosen = tuple((px(v), label(v)) for v in values)
         ordered = sorted(chosen)
         if vertical:
-            ok = all(b[0] - a[0] >= size * LINE + gap * 0.25 for a, b in zip(ordered, ordered[1:]))
+            ok = all(abs(b[0] - a[0]) >= size * LINE + gap * 0.25
+                     for a, b in zip(ordered, ordered[1:]))
         else:
             ok = all(b[0] - a[0] >= (text_width(a[1], size) + text_width(b[1], size)) / 2 + gap
                      for a, b in zip(ordered, ordered[1:]))
         if ok:
             return chosen
-    return chosen
+    return chosen[:1]
 
 
 def inset(labels: Iterable[str], size: float) -> float:
