@@ -46,3 +46,24 @@ def assert_apart(boxes: list, texts: list, where="") -> None:
 def assert_inside(boxes: list, texts: list, width: float, height: float) -> None:
     for b, t in zip(boxes, texts):
         assert 0 <= b[0] and b[2] <= width + 0.5 and 0 <= b[1] and b[3] <= height + 0.5, (t, b)
+
+
+def boxes_to_test():
+    """The boxes a deck is held in: the embed's, the page's at 1280 × 720, presentation
+    mode's at 1920 × 1080, a phone's (drawn at the deck's least width), and larger type."""
+    from app.draw.box import Box
+    return [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
+
+
+def assert_legible(labels: list[tuple], area, deck_width: float, deck_height: float,
+                   where="") -> list:
+    """``labels`` — (x, baseline, text, size, anchor, bold) each — are at the box's sizes (a
+    label, small or header; never below small), inside the deck and apart. Their boxes."""
+    sizes = {area.text, area.small, area.head}
+    for *_, text, size, _, _ in labels:
+        assert size in sizes and size >= area.small - 1e-9, (text, size)
+    boxes = [extent(x, y, t, s, a, b) for x, y, t, s, a, b in labels]
+    texts = [t for _, _, t, *_ in labels]
+    assert_inside(boxes, texts, deck_width, deck_height)
+    assert_apart(boxes, texts, where)
+    return boxes

@@ -17,14 +17,12 @@ from app.scenes.optimizer.deck import MIN_WIDTH, build_deck
 from app.scenes.optimizer.deck_svg import CENTRE
 from app.sim.optimizer.params import OptimizerParams
 from app.sim.optimizer.simulate import simulate
-from tests.scenes.labels import HAVE_FONTS, assert_apart, assert_inside, extent, width
+from tests.scenes.labels import HAVE_FONTS, assert_legible, boxes_to_test, width
 
 QUERIES = [{}, {"size": 12, "steps": 6}, {"optimizer": "sgd", "precision": "fp32", "size": 2,
                                          "steps": 1},
            {"optimizer": "momentum", "size": 9, "steps": 2}]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
-"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's, and
-larger type."""
+BOXES = boxes_to_test()
 
 
 def fixed_labels(deck) -> list[tuple]:
@@ -57,7 +55,6 @@ def test_labels_fit_stay_legible_and_apart(query, box):
     deck = build_deck(trace, box)
     area = box.at_least(MIN_WIDTH)
     assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
-    sizes = {area.text, area.small, area.head}
     fixed = fixed_labels(deck)
     standing: dict[float, tuple] = {}
     for k, f in enumerate(deck.frames):
@@ -73,12 +70,7 @@ def test_labels_fit_stay_legible_and_apart(query, box):
                 if written:
                     labels.append((deck.cell_xs[j] + deck.cell_w / 2, y, shown, deck.font,
                                    "middle", True))
-        for *_, size, _, _ in labels:
-            assert size in sizes and size >= area.small - 1e-9, size
-        boxes = [extent(x, y, t, s, a, b) for x, y, t, s, a, b in labels]
-        texts = [t for _, _, t, *_ in labels]
-        assert_inside(boxes, texts, deck.width, deck.height)
-        assert_apart(boxes, texts, k)
+        assert_legible(labels, area, deck.width, deck.height, k)
     for row in standing.values():         # a number inside its cell, equal to the value
         for j, (shown, written, exact) in enumerate(zip(row.texts, row.numbers, row.exact)):
             if not written:

@@ -16,13 +16,11 @@ from app.draw.box import Box
 from app.scenes.precision.deck_scale import MIN_WIDTH, scale_deck
 from app.sim.precision.params import PrecisionParams
 from app.sim.precision.simulate import simulate
-from tests.scenes.labels import HAVE_FONTS, assert_apart, assert_inside, extent, width
+from tests.scenes.labels import HAVE_FONTS, assert_legible, boxes_to_test, width
 
 QUERIES = [{}, {"format": "fp8_e4m3"}, {"steps": 64, "growth_interval": 1},
            {"init_scale_log2": 24, "grad_center": -2, "grad_spread": 2.5}]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
-"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's, and
-larger type."""
+BOXES = boxes_to_test()
 
 
 def fixed_labels(deck) -> list[tuple]:
@@ -51,7 +49,6 @@ def test_labels_fit_stay_legible_and_apart(query, box):
     deck = scale_deck(trace, box)
     area = box.at_least(MIN_WIDTH)
     assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
-    sizes = {area.text, area.small, area.head}
     fixed = fixed_labels(deck)
     left, top, right, bottom = deck.timeline
     for k, f in enumerate(deck.frames):
@@ -64,12 +61,7 @@ def test_labels_fit_stay_legible_and_apart(query, box):
                            False))
         if f.preview:
             labels += [(x, y, t, deck.small, "start", False) for x, y, t in f.preview[3]]
-        for *_, size, _, _ in labels:
-            assert size in sizes and size >= area.small - 1e-9, size
-        boxes = [extent(x, y, t, s, a, b) for x, y, t, s, a, b in labels]
-        texts = [t for _, _, t, *_ in labels]
-        assert_inside(boxes, texts, deck.width, deck.height)
-        assert_apart(boxes, texts, k)
+        boxes = assert_legible(labels, area, deck.width, deck.height, k)
         if f.preview:                     # step 0's note inside the timeline
             for b in boxes[len(boxes) - len(f.preview[3]):]:
                 assert left <= b[0] and b[2] <= right + 0.5 and top <= b[1] and b[3] <= bottom

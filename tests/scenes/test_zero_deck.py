@@ -16,14 +16,12 @@ from app.draw.palette import CATEGORY
 from app.scenes.zero.deck import MIN_WIDTH, build_deck
 from app.sim.zero.params import ZeroParams
 from app.sim.zero.simulate import simulate
-from tests.scenes.labels import HAVE_FONTS, assert_apart, width
+from tests.scenes.labels import HAVE_FONTS, assert_apart, boxes_to_test, width
 
 QUERIES = [{}, {"dp": 32}, {"dp": 1, "stage": 0}, {"dp": 8, "stage": 3, "mlp_layers": 6,
                                                    "mlp_width": 8},
            {"dp": 6, "stage": 1, "steps": 1}]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
-"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's, and
-larger type."""
+BOXES = boxes_to_test()
 
 BOLD = ("unit", "shard", "title", "total", "rank", "header")
 

@@ -18,7 +18,7 @@ from app.draw.axes import Linear, every_candidates, inset, nice_candidates, spac
 from app.draw.box import Box
 from app.draw.layout import LINE
 from app.draw.palette import CATEGORY, text_on
-from app.draw.text import fits, text_width
+from app.draw.text import fits
 from app.sim.optimizer.simulate import OptimizerTrace
 
 ROW_COLOURS = {"w16": "#8877cc", "w": CATEGORY["params"], "g": CATEGORY["grads"],
@@ -114,14 +114,16 @@ def bottom_band(trace: OptimizerTrace, area: Box, top: float, note: bool) -> Ban
         span = (left, right, brace_y)
         room = bar_right + pad * 0.5 - left
         words = next((t for t in (f"optimizer state K = {k} B: what ZeRO-1 shards",
-                                  f"state K = {k} B: what ZeRO-1 shards", f"K = {k} B: ZeRO-1 shards",
+                                  f"state K = {k} B: what ZeRO-1 shards",
+                                  f"K = {k} B: ZeRO-1 shards",
                                   f"K = {k} B") if fits(t, small, room)), "")
         if words:
             span_label = Text(round(left, 1), round(brace_y + small * 0.5 + small * 0.95, 1),
                               words)
     note_text = None
     if note:
-        words = " + ".join(f"{r.bytes_per_param} {_short(r)}" for r in kept) + " bytes per parameter"
+        words = (" + ".join(f"{r.bytes_per_param} {_short(r)}" for r in kept)
+                 + " bytes per parameter")
         y = bar_y + bar_h + small * 0.4 + small * 0.5 + small * 0.95 + small * LINE
         if fits(words, small, bar_right + pad * 0.5 - bar_left):
             note_text = Text(round(bar_left, 1), round(y, 1), words)

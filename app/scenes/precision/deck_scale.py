@@ -165,7 +165,8 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
     t_bottom = plots_bottom - tick_row
     ty = Linear(s_lo, s_hi, t_bottom, t_top)
     y_ticks = spaced(every_candidates(s_lo, s_hi, BINADES), ty, pow2, small, vertical=True)
-    left = pad + max(inset([t for _, t in y_ticks], small), text_width("|S·g|", small) + small * 0.5)
+    left = pad + max(inset([t for _, t in y_ticks], small),
+                     text_width("|S·g|", small) + small * 0.5)
     right = width - pad
     shift_shown = left + widest + pad + shifts <= right
     low, high = trace.hist_range

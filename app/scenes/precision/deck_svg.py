@@ -169,7 +169,8 @@ def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
                          if z.label]
                         + [(t.x, deck.tick_y, t.label) for t in deck.ticks]))
     if deck.ghost:
-        under.append(f'<path class="ghost" d="{_boxes((b.x, b.y, b.w, b.h) for b in deck.ghost)}"/>')
+        under.append('<path class="ghost" d="'
+                     + _boxes((b.x, b.y, b.w, b.h) for b in deck.ghost) + '"/>')
     vx, vy = deck.value_label
     under.append(f'<line class="axisline" x1="{_n(deck.hist_left)}" x2="{_n(deck.hist_right)}" '
                  f'y1="{_n(base)}" y2="{_n(base)}"/><text class="muted" x="{_n(vx)}" '
@@ -233,7 +234,8 @@ def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> li
             verdict = "bad-text" if f.verdict_bad else "good-text"
             vx, vy, size = deck.verdict_at
             out.append(f'<line class="max-line" x1="{_n(f.max_x)}" x2="{_n(f.max_x)}" '
-                       f'y1="{_n(deck.zone_label_y + deck.small * 0.4)}" y2="{_n(deck.hist_base)}"/>'
+                       f'y1="{_n(deck.zone_label_y + deck.small * 0.4)}" '
+                       f'y2="{_n(deck.hist_base)}"/>'
                        f'<text class="{verdict} halo-bg" x="{_n(vx)}" y="{_n(vy)}" '
                        f'font-size="{_n(size)}" font-weight="700">{_e(f.verdict)}</text>')
             if f.shift_label:

@@ -260,7 +260,8 @@ def build_deck(trace: ZeroTrace, box: Box, upto: int | None = None) -> Deck:
         frames.append(FrameView(
             k, all_headers[k], tuple(drawn[k].cells),
             tuple(tip(trace, grid, k, c) for c in drawn[k].cells) if titled else (),
-            tuple(drawn[k].numbers), _arrows(trace, phase, ring, head, bend, back) if arrows else (), tuple(notes),
+            tuple(drawn[k].numbers),
+            _arrows(trace, phase, ring, head, bend, back) if arrows else (), tuple(notes),
             units[k]))
     items = []
     for (kind, words, fill), (sx, sy) in zip(legend_items, legend.at):
