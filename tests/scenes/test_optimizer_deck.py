@@ -13,7 +13,7 @@ import math
 import pytest
 
 from app.draw.box import Box
-from app.scenes.optimizer.deck import MIN_WIDTH, build_deck
+from app.scenes.optimizer.deck import MIN_HEIGHT, MIN_WIDTH, build_deck
 from app.scenes.optimizer.deck_svg import CENTRE
 from app.sim.optimizer.params import OptimizerParams
 from app.sim.optimizer.simulate import simulate
@@ -31,7 +31,7 @@ def fixed_labels(deck) -> list[tuple]:
     out = [(t.x, t.y, t.text, small, "end", False) for t in deck.title_lines]
     out += [(t.x, t.y, t.text, small, "middle", False) for t in deck.columns]
     name_dy = -small * 0.3 if deck.sub_size else deck.name_size * 0.35
-    for r in deck.row_labels:
+    for r in (r for r in deck.row_labels if r.named):
         out.append((deck.label_x, r.y + name_dy, r.label, deck.name_size, "end", True))
         if deck.sub_size:
             out.append((deck.label_x, r.y + small * 0.95, r.sub, deck.sub_size, "end", False))
@@ -41,7 +41,8 @@ def fixed_labels(deck) -> list[tuple]:
         out += [(b.x + b.w / 2, band.bar_y + band.bar_h / 2 + CENTRE * small, b.label, small,
                  "middle", True) for b in band.parts if b.label]
         out += [(*t, small, "start", False) for t in (band.span_label, band.note) if t]
-        out.append((*band.chart_title, small, "start", True))
+        if band.chart_title.text:
+            out.append((*band.chart_title, small, "start", True))
         out += [(*t, small, "end", False) for t in band.y_ticks]
         out += [(*t, small, "middle", False) for t in band.x_ticks]
     return out
@@ -53,8 +54,10 @@ def fixed_labels(deck) -> list[tuple]:
 def test_labels_fit_stay_legible_and_apart(query, box):
     trace = simulate(OptimizerParams(**query))
     deck = build_deck(trace, box)
-    area = box.at_least(MIN_WIDTH)
-    assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
+    # its least box (wider where its widest header needs it: a phone at large type)
+    area = box.at_least(deck.width, MIN_HEIGHT)
+    assert deck.width >= max(box.width, MIN_WIDTH) and deck.box == box
+    assert (deck.width, deck.height) == (area.width, area.height)
     fixed = fixed_labels(deck)
     standing: dict[float, tuple] = {}
     for k, f in enumerate(deck.frames):

@@ -13,7 +13,7 @@ import math
 import pytest
 
 from app.draw.box import Box
-from app.scenes.precision.deck_scale import MIN_WIDTH, scale_deck
+from app.scenes.precision.deck_scale import MIN_HEIGHT, MIN_WIDTH, scale_deck
 from app.sim.precision.params import PrecisionParams
 from app.sim.precision.simulate import simulate
 from tests.scenes.labels import HAVE_FONTS, assert_legible, boxes_to_test, width
@@ -47,8 +47,10 @@ def fixed_labels(deck) -> list[tuple]:
 def test_labels_fit_stay_legible_and_apart(query, box):
     trace = simulate(PrecisionParams(**query))
     deck = scale_deck(trace, box)
-    area = box.at_least(MIN_WIDTH)
-    assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
+    # its least box (wider where its widest header needs it: a phone at large type)
+    area = box.at_least(deck.width, MIN_HEIGHT)
+    assert deck.width >= max(box.width, MIN_WIDTH) and deck.box == box
+    assert (deck.width, deck.height) == (area.width, area.height)
     fixed = fixed_labels(deck)
     left, top, right, bottom = deck.timeline
     for k, f in enumerate(deck.frames):

@@ -13,7 +13,7 @@ import pytest
 
 from app.draw.box import Box
 from app.draw.palette import CATEGORY
-from app.scenes.zero.deck import MIN_WIDTH, build_deck
+from app.scenes.zero.deck import MIN_HEIGHT, MIN_WIDTH, build_deck
 from app.sim.zero.params import ZeroParams
 from app.sim.zero.simulate import simulate
 from tests.scenes.labels import HAVE_FONTS, assert_apart, boxes_to_test, width
@@ -80,8 +80,10 @@ def numbers_at(deck, k: int) -> dict[tuple[float, float], object]:
 def test_labels_fit_stay_legible_and_apart(query, box):
     trace = simulate(ZeroParams(**query))
     deck = build_deck(trace, box)
-    area = box.at_least(MIN_WIDTH)
-    assert deck.width == max(box.width, MIN_WIDTH) and deck.box == box
+    # its least box (wider where its widest header needs it: a phone at large type)
+    area = box.at_least(deck.width, MIN_HEIGHT)
+    assert deck.width >= max(box.width, MIN_WIDTH) and deck.box == box
+    assert (deck.width, deck.height) == (area.width, area.height)
     sizes = {area.text, area.small, area.head}
     cells_right = max(c.x + c.w for c in deck.frames[0].cells)
     for k in range(len(deck.frames)):

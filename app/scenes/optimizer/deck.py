@@ -17,6 +17,7 @@ from app.draw.box import Box
 from app.draw.layout import LINE, heading
 from app.draw.palette import ramp, text_on
 from app.draw.text import fits, text_width
+from app.draw.widen import wide_enough
 from app.scenes.optimizer.deck_band import (ROW_COLOURS, Band, Segment, Text, band_height,
                                             bottom_band)
 from app.sim.optimizer.simulate import OptimizerTrace
@@ -47,6 +48,9 @@ class RowLabel:
     label: str
     sub: str
     colour: str
+    named: bool = True
+    """its name written (rows shorter than a label, at large type in a short box: every
+    other row's; the swatch's colour and the hover still tell)"""
 
 
 @dataclass(frozen=True)
@@ -134,11 +138,11 @@ def build_deck(trace: OptimizerTrace, box: Box, upto: int | None = None) -> Opti
     deck_band.py)."""
     p = trace.params
     last = len(trace.frames) - 1 if upto is None else upto
-    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    all_headers, units = headers(trace)
+    area = wide_enough(box, MIN_WIDTH, MIN_HEIGHT, all_headers)
     width, height = area.width, area.height
     pad, text, small = area.pad, area.text, area.small
     n, rows = p.size, trace.rows
-    all_headers, units = headers(trace)
     precision = "mixed precision (bf16 + fp32 master)" if p.precision == "mixed" else "fp32"
     title = f"{_NAMES[p.optimizer]} · {precision} · {n} parameters"
     top = heading(area, all_headers, title)
@@ -217,8 +221,14 @@ def build_deck(trace: OptimizerTrace, box: Box, upto: int | None = None) -> Opti
     every = next((e for e in (1, 2, 3, 4, 6) if e * col_w >= index_w), n)
     columns = tuple(Text(round(x + col_w / 2, 1), round(columns_y, 1), f"[{j}]")
                     for j, x in enumerate(xs) if j % every == 0)
-    placed = tuple(RowLabel(round(ys[i] + row_h / 2, 1), lb.label, lb.sub, lb.colour)
-                   for i, lb in enumerate(labels))
+    pitch = (name_size + (small if two_lines else 0.0)) * 1.05
+    placed, last_y = [], -math.inf
+    for i, lb in enumerate(labels):
+        y = ys[i] + row_h / 2
+        named = y - last_y >= pitch
+        last_y = y if named else last_y
+        placed.append(RowLabel(round(y, 1), lb.label, lb.sub, lb.colour, named))
+    placed = tuple(placed)
     titles = tuple(Text(x, y, line) for x, y, line in top.title)
     return OptimizerDeck(
         width, height, box, title, titles, (top.header_x, top.header_y, area.head),

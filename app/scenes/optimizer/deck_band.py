@@ -127,7 +127,10 @@ def bottom_band(trace: OptimizerTrace, area: Box, top: float, note: bool) -> Ban
         y = bar_y + bar_h + small * 0.4 + small * 0.5 + small * 0.95 + small * LINE
         if fits(words, small, bar_right + pad * 0.5 - bar_left):
             note_text = Text(round(bar_left, 1), round(y, 1), words)
-    bar_title = Text(round(bar_left, 1), round(title_y, 1), f"Bytes kept per parameter: {total}")
+    words = next((t for t in (f"Bytes kept per parameter: {total}", f"Bytes per parameter: {total}",
+                              f"{total} B per parameter", f"{total} B")
+                  if fits(t, small, bar_right - bar_left, bold=True)), f"{total} B")
+    bar_title = Text(round(bar_left, 1), round(title_y, 1), words)
     return Band(bar_title, tuple(parts), bar_y, bar_h, span, span_label, note_text,
                 *_loss_chart(trace, area, bar_right + pad * 1.5, top, width - pad, bottom))
 
@@ -138,7 +141,7 @@ def _loss_chart(trace: OptimizerTrace, area: Box, left: float, top: float, right
     step (in the frame that finishes the step)."""
     small = area.small
     title = next((t for t in ("loss L(w) after each step", "loss L(w)", "loss")
-                  if fits(t, small, right - left, bold=True)), "loss")
+                  if fits(t, small, right - left, bold=True)), "")
     title_y = top + small * 0.8
     plot_top = title_y + small * 0.9
     plot_bottom = bottom - small * 1.35

@@ -74,12 +74,12 @@ def _grid_labels(deck: OptimizerDeck) -> list[str]:
     out.append(f'<text class="ink" text-anchor="end" font-size="{_n(deck.name_size)}" '
                f'font-weight="600">')
     out += [f'<tspan x="{_n(deck.label_x)}" y="{_n(r.y + name_dy)}">{_e(r.label)}</tspan>'
-            for r in deck.row_labels]
+            for r in deck.row_labels if r.named]
     out.append("</text>")
     if deck.sub_size:
         out.append(f'<text class="muted" text-anchor="end" font-size="{_n(deck.sub_size)}">')
         out += [f'<tspan x="{_n(deck.label_x)}" y="{_n(r.y + small * 0.95)}">{_e(r.sub)}</tspan>'
-                for r in deck.row_labels]
+                for r in deck.row_labels if r.named]
         out.append("</text>")
     return out
 
@@ -112,7 +112,8 @@ def _chart_axes(deck: OptimizerDeck) -> list[str]:
     if band is None:
         return []
     left, top, right, bottom = band.plot
-    out = _texts(f'class="ink" font-size="{_n(small)}" font-weight="700"', (band.chart_title,))
+    out = _texts(f'class="ink" font-size="{_n(small)}" font-weight="700"',
+                 (band.chart_title,) if band.chart_title.text else ())
     if band.grid:
         d = "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y in band.grid)
         out.append(f'<path class="gridline" d="{d}"/>')

@@ -23,6 +23,7 @@ from app.draw.axes import Linear, every_candidates, inset, spaced
 from app.draw.box import Box
 from app.draw.layout import LINE, heading, legend_rows
 from app.draw.text import fits, text_width, wrap
+from app.draw.widen import wide_enough
 from app.scenes.precision.deck import (ZONE_COLOURS, ZONE_WORDS, Axis, Bar, Tick, _bars,
                                        pow2, zone_of)
 from app.sim.precision.simulate import PrecisionTrace
@@ -108,10 +109,15 @@ def headers(trace: PrecisionTrace) -> list[str]:
         for k, s in enumerate(trace.scale_steps, start=1)]
 
 
-def verdict_of(s) -> str:
-    return (f"✗ max |S·g| = {s.max_scaled:.3g} > 65504: skip the step, S → "
-            f"{pow2(math.log2(s.scale_after))}" if s.found_inf else
-            f"✓ max |S·g| = {s.max_scaled:.3g} fits in FP16: step applied")
+def verdict_of(s, short: int = 0) -> str:
+    """The step's verdict, in full (``short`` 0) or shortened (1, 2) for a narrow box."""
+    after = pow2(math.log2(s.scale_after))
+    if s.found_inf:
+        return (f"✗ max |S·g| = {s.max_scaled:.3g} > 65504: skip the step, S → {after}",
+                f"✗ {s.max_scaled:.3g} > 65504: skip, S → {after}",
+                f"✗ overflow: S → {after}")[short]
+    return (f"✓ max |S·g| = {s.max_scaled:.3g} fits in FP16: step applied",
+            f"✓ {s.max_scaled:.3g} fits: applied", "✓ fits: applied")[short]
 
 
 def shift_of(s) -> str:
@@ -131,12 +137,12 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
     """The deck laid out for ``box`` (see the module's docstring)."""
     p = trace.params
     last = len(trace.frames) - 1 if upto is None else upto
-    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    all_headers = headers(trace)
+    area = wide_enough(box, MIN_WIDTH, MIN_HEIGHT, all_headers)
     width, height = area.width, area.height
     pad, text, small = area.pad, area.text, area.small
     title = (f"dynamic loss scaling · FP16 · S₀ = {pow2(p.init_scale_log2)} · growth every "
              f"{p.growth_interval} clean steps")
-    all_headers = headers(trace)
     top = heading(area, all_headers, title)
     entries = LEGEND
     legend = legend_rows(area, [words for _, words in entries])
@@ -147,7 +153,6 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
     n = len(steps)
     # the verdict's line, the shift's note at its right where both fit
     verdict_y = top.top + text * 0.8
-    widest = max((text_width(verdict_of(s), text, bold=True) for s in steps), default=0.0)
     shifts = max((text_width(shift_of(s), small) for s in steps), default=0.0)
     plots_top = verdict_y + text * 0.5
     plots_bottom = legend.top - pad * 0.4
@@ -155,19 +160,30 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
     scales = [math.log2(s.scale) for s in steps]
     s_lo, s_hi = math.floor(min(scales)) - 1, math.ceil(max(scales)) + 1
     tick_row, gap = small * 1.45, pad * 0.5
-    for title_row in (small * 1.5, 0.0):     # the timeline's title where both plots keep room
+    # the timeline's title where both plots keep room; no timeline where even then they do
+    # not (the caption still says S)
+    timeline = True
+    for title_row in (small * 1.5, 0.0):
         room = plots_bottom - plots_top - 2 * tick_row - title_row - gap
         if room * 0.44 >= small * 2.2:
             break
-    hist_h = room * 0.56
+    else:
+        timeline = False
+    hist_h = room * 0.56 if timeline else plots_bottom - plots_top - tick_row
     base = plots_top + hist_h
     t_top = base + tick_row + gap + title_row
     t_bottom = plots_bottom - tick_row
     ty = Linear(s_lo, s_hi, t_bottom, t_top)
-    y_ticks = spaced(every_candidates(s_lo, s_hi, BINADES), ty, pow2, small, vertical=True)
+    y_ticks = (spaced(every_candidates(s_lo, s_hi, BINADES), ty, pow2, small, vertical=True)
+               if timeline else ())
     left = pad + max(inset([t for _, t in y_ticks], small),
                      text_width("|S·g|", small) + small * 0.5)
     right = width - pad
+    # the verdicts as long as they all fit the line, the shift's note beside them where it does
+    short = next((level for level in (0, 1, 2) if left + max(
+        (text_width(verdict_of(s, level), text, bold=True) for s in steps), default=0.0)
+        <= right), 2)
+    widest = max((text_width(verdict_of(s, short), text, bold=True) for s in steps), default=0.0)
     shift_shown = left + widest + pad + shifts <= right
     low, high = trace.hist_range
     axis = Axis(low, high, left, right)
@@ -189,17 +205,18 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
     def tx(step: int) -> float:
         return round(left + (step - 0.5) / n * (right - left), 1)
 
-    x_ticks = spaced(every_candidates(1, n, keep=(1,)), tx, str, small)
+    x_ticks = spaced(every_candidates(1, n, keep=(1,)), tx, str, small) if timeline else ()
     timeline_title = next(t for t in ("loss scale S at each step (✗: overflow, step skipped)",
                                       "loss scale S at each step", "loss scale S", "")
                           if not title_row or not t or fits(t, small, right - left, bold=True))
-    if not title_row:
+    if not title_row or not timeline:
         timeline_title = ""
     mark = round(max(3.5, small * 0.4), 1)
     s0 = p.init_scale_log2
     frames = [ScaleFrame(0, all_headers[0], (), "", False, 0.0, None, "",
                          "before training step 1",
-                         _preview(tx(1), ty(s0), right, t_top, t_bottom, small, mark, p))]
+                         _preview(tx(1), ty(s0), right, t_top, t_bottom, small, mark, p)
+                         if timeline else None)]
     for k in range(1, last + 1):
         s = steps[k - 1]
         bars = _bars(trace.scaled_histograms[k - 1], axis, base, bar_room, peak,
@@ -209,9 +226,9 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
         point = Point(tx(k), y, s.found_inf,
                       f"M{previous[0]},{previous[1]} L{tx(k)},{y}" if previous else "",
                       f"step {k}: S = {pow2(math.log2(s.scale))}"
-                      + (" — overflow, skipped" if s.found_inf else ""))
+                      + (" — overflow, skipped" if s.found_inf else "")) if timeline else None
         scale = pow2(math.log2(s.scale))
-        frames.append(ScaleFrame(k, all_headers[k], bars, verdict_of(s), s.found_inf,
+        frames.append(ScaleFrame(k, all_headers[k], bars, verdict_of(s, short), s.found_inf,
                                  axis(math.log2(s.max_scaled)), point,
                                  shift_of(s) if shift_shown else "",
                                  f"training step {k} of {n}: S = {scale}"

@@ -27,6 +27,7 @@ from app.draw.geometry import Point, arrow
 from app.draw.layout import LINE, Spots, heading, legend_rows, text_box
 from app.draw.shapes import Label
 from app.draw.text import fits, text_width
+from app.draw.widen import wide_enough
 from app.scenes.zero.deck_grid import (MAX_TITLED, ROW_NAMES, Cell, Numbers, colour,
                                        display_columns, frame_cells, grid_layout, tip)
 from app.scenes.zero.deck_panel import Panel, memory_panel
@@ -137,10 +138,10 @@ def build_deck(trace: ZeroTrace, box: Box, upto: int | None = None) -> Deck:
     and the memory panel, each as wide as its texts need (the grid takes the rest)."""
     p, g = trace.params, trace.grids
     last = len(trace.frames) - 1 if upto is None else upto
-    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    all_headers, units = headers(p, trace, len(trace.frames) - 1)
+    area = wide_enough(box, MIN_WIDTH, MIN_HEIGHT, all_headers)
     width, height = area.width, area.height
     pad, text, small = area.pad, area.text, area.small
-    all_headers, units = headers(p, trace, len(trace.frames) - 1)
     title = deck_title(p, trace)
     top = heading(area, all_headers, title)
     display, grouped = display_columns(trace)
