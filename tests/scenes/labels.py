@@ -50,9 +50,11 @@ def assert_inside(boxes: list, texts: list, width: float, height: float) -> None
 
 def boxes_to_test():
     """The boxes a deck is held in: the embed's, the page's at 1280 × 720, presentation
-    mode's at 1920 × 1080, a phone's (drawn at the deck's least width), and larger type."""
+    mode's at 1920 × 1080, a phone's (drawn at the deck's least width), larger type, and the
+    largest type in the embed and on a phone (the deck laid out taller, or wider)."""
     from app.draw.box import Box
-    return [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
+    return [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5),
+            Box(920, 360, 2.0), Box(320, 520, 2.0)]
 
 
 def assert_legible(labels: list[tuple], area, deck_width: float, deck_height: float,

@@ -17,7 +17,7 @@ from app.draw.box import Box
 from app.draw.layout import LINE, heading
 from app.draw.palette import ramp, text_on
 from app.draw.text import fits, text_width
-from app.draw.widen import wide_enough
+from app.draw.widen import least_box
 from app.scenes.optimizer.deck_band import (ROW_COLOURS, Band, Segment, Text, band_height,
                                             bottom_band)
 from app.sim.optimizer.simulate import OptimizerTrace
@@ -139,24 +139,16 @@ def build_deck(trace: OptimizerTrace, box: Box, upto: int | None = None) -> Opti
     p = trace.params
     last = len(trace.frames) - 1 if upto is None else upto
     all_headers, units = headers(trace)
-    area = wide_enough(box, MIN_WIDTH, MIN_HEIGHT, all_headers)
-    width, height = area.width, area.height
-    pad, text, small = area.pad, area.text, area.small
     n, rows = p.size, trace.rows
     precision = "mixed precision (bf16 + fp32 master)" if p.precision == "mixed" else "fp32"
     title = f"{_NAMES[p.optimizer]} · {precision} · {n} parameters"
-    top = heading(area, all_headers, title)
     rules = {formula(f.phase, p.optimizer, p.precision) for f in trace.frames}
-    rule_w = max(text_width(r, text) for r in rules)
-    beside = (len(top.title) == 1 and top.title[0][1] > top.header_y
-              and rule_w + pad + text_width(title, small) <= width - 2 * pad)
-    if beside:     # the rule on the title's line, at its left
-        rule_y = top.title[0][1]
-        columns_y = rule_y + text * 0.3 + small * 1.2
-    else:
-        rule_y = round(top.top + text * 0.75, 1)
-        columns_y = rule_y + text * 0.35 + small * 1.1
-    grid_top = columns_y + small * 0.45
+    # the least box: the rows a small label apart where the bottom band is left out
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, all_headers, lambda a: _top_band(
+        a, all_headers, title, rules)[3] + len(rows) * a.small * 1.05 + a.pad * 1.8)
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
+    top, rule_y, columns_y, grid_top = _top_band(area, all_headers, title, rules)
     # the bottom band, with its note where the rows keep room for two lines of label
     room = lambda band_h: (height - pad - band_h - pad * 0.8 - grid_top) / len(rows)  # noqa: E731
     note = room(band_height(area, True)) >= (text + small) * LINE + 4
@@ -235,6 +227,22 @@ def build_deck(trace: OptimizerTrace, box: Box, upto: int | None = None) -> Opti
         (top.header_x, rule_y, text), columns, placed, round(label_x, 1), round(swatch_x, 1),
         name_size, small if two_lines else 0.0, tuple(frames), band, font, small,
         tuple(round(x + cell_pad, 1) for x in xs), w, h)
+
+
+def _top_band(area: Box, all_headers, title: str, rules):
+    """The heading, the rule's baseline (on the title's line, at its left, where both fit;
+    else under the header), the columns' indices' baseline and the grid's top."""
+    pad, text, small = area.pad, area.text, area.small
+    top = heading(area, all_headers, title)
+    rule_w = max(text_width(r, text) for r in rules)
+    if (len(top.title) == 1 and top.title[0][1] > top.header_y
+            and rule_w + pad + text_width(title, small) <= area.width - 2 * pad):
+        rule_y = top.title[0][1]
+        columns_y = rule_y + text * 0.3 + small * 1.2
+    else:
+        rule_y = round(top.top + text * 0.75, 1)
+        columns_y = rule_y + text * 0.35 + small * 1.1
+    return top, rule_y, columns_y, columns_y + small * 0.45
 
 
 def formula(phase: str, optimizer: str, precision: str) -> str:

@@ -23,7 +23,7 @@ from app.draw.axes import Linear, every_candidates, inset, spaced
 from app.draw.box import Box
 from app.draw.layout import LINE, heading, legend_rows
 from app.draw.text import fits, text_width, wrap
-from app.draw.widen import wide_enough
+from app.draw.widen import least_box
 from app.scenes.precision.deck import (ZONE_COLOURS, ZONE_WORDS, Axis, Bar, Tick, _bars,
                                        pow2, zone_of)
 from app.sim.precision.simulate import PrecisionTrace
@@ -138,17 +138,19 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
     p = trace.params
     last = len(trace.frames) - 1 if upto is None else upto
     all_headers = headers(trace)
-    area = wide_enough(box, MIN_WIDTH, MIN_HEIGHT, all_headers)
-    width, height = area.width, area.height
-    pad, text, small = area.pad, area.text, area.small
     title = (f"dynamic loss scaling · FP16 · S₀ = {pow2(p.init_scale_log2)} · growth every "
              f"{p.growth_interval} clean steps")
+
+    def need(a: Box) -> float:     # the bands, and both plots at least 2.2 labels high
+        top, legend = heading(a, all_headers, title).top, _legend(a)[1]
+        return (top + a.text * 1.3 + a.small * (2 * 1.45 + 5.1) + a.pad * 0.9
+                + a.height - legend.top)
+
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, all_headers, need)
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
     top = heading(area, all_headers, title)
-    entries = LEGEND
-    legend = legend_rows(area, [words for _, words in entries])
-    if legend.top < legend_rows(area, ["one row"]).top:
-        entries = SHORT_LEGEND
-        legend = legend_rows(area, [words for _, words in entries])
+    entries, legend = _legend(area)
     steps = trace.scale_steps
     n = len(steps)
     # the verdict's line, the shift's note at its right where both fit
@@ -244,6 +246,14 @@ def scale_deck(trace: PrecisionTrace, box: Box, upto: int | None = None) -> Scal
         (round(left, 1), round(t_top, 1), round(right, 1), round(t_bottom, 1)),
         (round(left, 1), round(t_top - small * 0.55, 1), timeline_title),
         y_ticks, x_ticks, tuple(frames), items, legend.swatch, text, small, mark)
+
+
+def _legend(area: Box):
+    """The legend's entries and rows: the whole words where they take one row, else short."""
+    legend = legend_rows(area, [words for _, words in LEGEND])
+    if legend.top >= legend_rows(area, ["one row"]).top:
+        return LEGEND, legend
+    return SHORT_LEGEND, legend_rows(area, [words for _, words in SHORT_LEGEND])
 
 
 def _preview(x: float, y: float, right: float, top: float, bottom: float, small: float,

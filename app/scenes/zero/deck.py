@@ -27,7 +27,7 @@ from app.draw.geometry import Point, arrow
 from app.draw.layout import LINE, Spots, heading, legend_rows, text_box
 from app.draw.shapes import Label
 from app.draw.text import fits, text_width
-from app.draw.widen import wide_enough
+from app.draw.widen import least_box
 from app.scenes.zero.deck_grid import (MAX_TITLED, ROW_NAMES, Cell, Numbers, colour,
                                        display_columns, frame_cells, grid_layout, tip)
 from app.scenes.zero.deck_panel import Panel, memory_panel
@@ -139,14 +139,15 @@ def build_deck(trace: ZeroTrace, box: Box, upto: int | None = None) -> Deck:
     p, g = trace.params, trace.grids
     last = len(trace.frames) - 1 if upto is None else upto
     all_headers, units = headers(p, trace, len(trace.frames) - 1)
-    area = wide_enough(box, MIN_WIDTH, MIN_HEIGHT, all_headers)
-    width, height = area.width, area.height
-    pad, text, small = area.pad, area.text, area.small
     title = deck_title(p, trace)
-    top = heading(area, all_headers, title)
-    display, grouped = display_columns(trace)
     cols, ranks = g.columns, g.ranks
     n_ranks, gapped = len(ranks), p.dp > len(g.ranks)
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, all_headers,
+                     lambda a: _least_height(a, all_headers, title, p.stage, n_ranks, p.dp > 1))
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
+    top = heading(area, all_headers, title)
+    display, grouped = display_columns(trace)
     # --- rows: the layers' and shards' labels above the grid, the rank blocks below them
     legend_items = _legend_items(p.stage)
     label_rows = 2 * small * LINE
@@ -276,6 +277,20 @@ def build_deck(trace: ZeroTrace, box: Box, upto: int | None = None) -> Deck:
                 ring, ring_size, ring_label, ellipsis, row_labels, tuple(unit_labels),
                 tuple(shard_labels), tuple(separators), tuple(frames), tuple(items),
                 legend.swatch, number_size, panel, round(max(2.5, small * 0.22), 1))
+
+
+def _least_height(area: Box, all_headers, title: str, stage: int, n_ranks: int,
+                  sending: bool) -> float:
+    """The height the deck needs at ``area``'s type: the top band, the legend (with the rows'
+    key), and the taller of the grid (its labels' rows, a rank's block at least 0.9 labels
+    high) and the memory panel (DDP's line, a bar 2.5 labels high, the total, what was sent)."""
+    small, text, pad = area.small, area.text, area.pad
+    top = heading(area, all_headers, title).top
+    items = [t for _, t, _ in _legend_items(stage)] + [ROWS_KEY]
+    legend = area.height - legend_rows(area, items).top
+    grid = 2 * small * LINE + small * 0.3 + n_ranks * small * 0.9 + pad * 0.6
+    panel = small * 5.1 + (small * LINE if sending else 0.0) + text * 1.8 + pad * 0.6
+    return top + max(grid, panel) + legend
 
 
 def deck_title(p, trace: ZeroTrace) -> str:
