@@ -23,4 +23,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="steps",
     preview="frame=12",
+    boxed=True,
 )

@@ -13,21 +13,17 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from app.draw.box import Box
+from app.draw.layout import LINE, heading
+from app.draw.palette import ramp, text_on
+from app.draw.text import fits, text_width
+from app.draw.widen import least_box
+from app.scenes.optimizer.deck_band import (ROW_COLOURS, Band, Segment, Text, band_height,
+                                            bottom_band)
 from app.sim.optimizer.simulate import OptimizerTrace
-from app.draw.palette import CATEGORY, ramp, text_on
-from app.draw.plot import line_chart
 
-WIDTH, HEIGHT = 1280, 720
-GRID_LEFT, GRID_RIGHT, GRID_TOP = 310, 1262, 104
-ROW_H_MAX = 62
-BOTTOM_TOP = 556
-
-ROW_COLOURS = {"w16": "#8877cc", "w": CATEGORY["params"], "g": CATEGORY["grads"],
-               "buf": CATEGORY["optimizer"], "m": CATEGORY["optimizer"], "v": "#AA4499",
-               "m_hat": "#a1d4cc", "v_hat": "#d4a1ca", "update": "#EE7733"}
-"""The categories' scheme (app/draw/palette.py CATEGORY, never a rank's colour): weights
-indigo, gradient sand, states teal/purple, the update orange; derived (transient) rows take a
-paler tint of their state; every row is labelled by name."""
+MIN_WIDTH, MIN_HEIGHT = 600, 320
+"""The smallest box the deck is laid out for: a narrower frame (a phone) scrolls it."""
 
 
 @dataclass(frozen=True)
@@ -41,21 +37,20 @@ class RowCells:
     dtype: str
     texts: tuple[str, ...]      # as shown; "" → not computed yet (a dashed outline and a dash)
     exact: tuple[str, ...]      # the value in full, for its hover text
+    numbers: tuple[bool, ...] = ()
+    """whether each computed value's number is written (left out where it does not fit its
+    cell: the hover text still tells)"""
 
 
 @dataclass(frozen=True)
 class RowLabel:
-    y: float
+    y: float           # the row's middle
     label: str
     sub: str
     colour: str
-
-
-@dataclass(frozen=True)
-class Segment:
-    d: str
-    x: float
-    y: float
+    named: bool = True
+    """its name written (rows shorter than a label, at large type in a short box: every
+    other row's; the swatch's colour and the hover still tell)"""
 
 
 @dataclass(frozen=True)
@@ -71,93 +66,134 @@ class FrameView:
 
 
 @dataclass(frozen=True)
-class BarPart:
-    x: float
-    w: float
-    fill: str
-    ink: str
-    label: str
-    state: bool        # counts as optimizer state (what ZeRO-1 shards)
-
-
-@dataclass(frozen=True)
-class Tick:
-    x: float
-    y: float
-    label: str
-    anchor: str
-
-
-@dataclass(frozen=True)
 class OptimizerDeck:
     width: int
     height: int
+    box: Box
+    """the box asked for (its bucket is the deck's ``data-box``); width × height is what it
+    was laid out in (wider on a phone: :data:`MIN_WIDTH`)"""
     title: str
-    columns: tuple[tuple[float, float, str], ...]
+    title_lines: tuple[Text, ...]
+    header: tuple[float, float, float]     # x, baseline and size of each frame's header
+    rule: tuple[float, float, float]       # and of its formula
+    columns: tuple[Text, ...]
     row_labels: tuple[RowLabel, ...]
+    label_x: float                         # the rows' names end here (right-aligned)
+    swatch_x: float
+    name_size: float
+    sub_size: float                        # 0: the dtype line is left out
     frames: tuple[FrameView, ...]
-    bar: tuple[BarPart, ...]
-    bar_y: float
-    bar_title: str
-    bar_note: str
-    state_span: tuple[float, float, str] | None
-    chart_box: tuple[float, float, float, float]
-    chart_ticks: tuple[Tick, ...]
-    chart_grid: tuple[float, ...]
-    chart_title: str
-    font: float
+    band: Band | None
+    """the bytes and the loss along the bottom (None where the rows need all the height)"""
+    font: float                            # the cells' numbers
+    small: float
     cell_xs: tuple[float, ...]   # left edge of each column's cells
     cell_w: float
     cell_h: float
 
 
-def short_number(x: float, chars: int) -> str:
-    """``x`` in at most ``chars`` characters, as many significant digits as fit (≤ 4)."""
+@lru_cache(maxsize=65536)
+def fitted_number(x: float, size: float, room: float) -> str:
+    """``x`` with as many significant digits (4 … 1) as fit ``room`` units at ``size``, in the
+    shortest of its plain, exponent ("7e-4") and zero-less ("-.05") forms; "" when none fits."""
     if x == 0:
         return "0"
     for digits in (4, 3, 2, 1):
-        text = f"{x:.{digits}g}"
-        if "e" in text:
-            mantissa, exponent = text.split("e")
-            text = f"{mantissa}e{int(exponent)}"
-        if len(text) <= chars:
-            return text
-    return text
+        plain = f"{x:.{digits}g}"
+        for text in sorted(_forms(x, digits), key=lambda t: (t != plain, len(t))):
+            if fits(text, size, room, bold=True):
+                return text
+    return ""
 
 
-def build_deck(trace: OptimizerTrace, upto: int | None = None) -> OptimizerDeck:
+def _forms(x: float, digits: int) -> set[str]:
+    plain = f"{x:.{digits}g}"
+    mantissa, _, exponent = f"{x:.{digits - 1}e}".partition("e")
+    forms = {plain, f"{mantissa}e{int(exponent)}"}
+    if "e" in plain:
+        a, _, b = plain.partition("e")
+        forms.add(f"{a}e{int(b)}")
+        forms.discard(plain)
+    if plain.startswith(("0.", "-0.")):
+        forms.add(plain.replace("0.", ".", 1))
+    return forms
+
+
+def headers(trace: OptimizerTrace) -> tuple[list[str], list[str]]:
+    """Every frame's header and unit (the player's position text)."""
+    n_steps = trace.params.steps
+    out, units = [], []
+    for k, f in enumerate(trace.frames):
+        out.append("Before the first optimizer step" if k == 0 else
+                   f"Optimizer step {f.step} of {n_steps} · {f.phase}")
+        units.append("before optimizer step 1" if k == 0 else
+                     f"optimizer step {f.step} of {n_steps}: {f.phase}")
+    return out, units
+
+
+def build_deck(trace: OptimizerTrace, box: Box, upto: int | None = None) -> OptimizerDeck:
+    """The deck laid out for ``box``: the header and title along the top, the step's rule
+    under them, the rows of cells (their names as wide as the widest), and along the bottom
+    the bytes each kept tensor holds and the loss after each step (app/scenes/optimizer/
+    deck_band.py)."""
     p = trace.params
     last = len(trace.frames) - 1 if upto is None else upto
+    all_headers, units = headers(trace)
     n, rows = p.size, trace.rows
-    col_w = min(130.0, (GRID_RIGHT - GRID_LEFT) / n)
-    available = BOTTOM_TOP - 24 - GRID_TOP
-    row_h = min(ROW_H_MAX, available / len(rows))
-    top = GRID_TOP + (available - row_h * len(rows)) / 2  # centred in its band
-    font = round(min(19.0, col_w / 5.4, row_h * 0.42), 1)
-    chars = max(4, int((col_w - 8) / (font * 0.62)))
-    pad = 2.0
-    xs = [GRID_LEFT + j * col_w for j in range(n)]
-    ys = [top + i * row_h for i in range(len(rows))]
-
-    w, h = round(col_w - 2 * pad, 1), round(row_h - 2 * pad, 1)
+    precision = "mixed precision (bf16 + fp32 master)" if p.precision == "mixed" else "fp32"
+    title = f"{_NAMES[p.optimizer]} · {precision} · {n} parameters"
+    rules = {formula(f.phase, p.optimizer, p.precision) for f in trace.frames}
+    # the least box: the rows a small label apart where the bottom band is left out
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, all_headers, lambda a: _top_band(
+        a, all_headers, title, rules)[3] + len(rows) * a.small * 1.05 + a.pad * 1.8)
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
+    top, rule_y, columns_y, grid_top = _top_band(area, all_headers, title, rules)
+    # the bottom band, with its note where the rows keep room for two lines of label
+    room = lambda band_h: (height - pad - band_h - pad * 0.8 - grid_top) / len(rows)  # noqa: E731
+    note = room(band_height(area, True)) >= (text + small) * LINE + 4
+    banded = room(band_height(area, False)) >= small * 1.15  # else the rows take it all
+    row_h = min(text * 2.8, room(band_height(area, note)) if banded else room(-pad * 0.8))
+    band_top = grid_top + row_h * len(rows) + pad * 0.8      # the band takes what is left
+    two_lines = row_h >= (text + small) * LINE + 4
+    name_size = text if row_h >= text * 1.25 else small
+    labels = tuple(RowLabel(0, r.label, f"{r.dtype} · {r.bytes_per_param} B kept"
+                            if r.bytes_per_param else f"{r.dtype} · computed, not kept",
+                            ROW_COLOURS[r.key]) for r in rows)
+    label_w = max(max(text_width(lb.label, name_size, bold=True) for lb in labels),
+                  max(text_width(lb.sub, small) for lb in labels) if two_lines else 0.0)
+    swatch_x = pad * 0.8
+    label_x = swatch_x + small * 0.45 + small * 0.5 + label_w
+    grid_left = label_x + small * 0.8
+    col_w = min(text * 7.5, (width - pad - grid_left) / n)
+    cell_pad = 2.0
+    xs = [grid_left + j * col_w for j in range(n)]
+    ys = [grid_top + i * row_h for i in range(len(rows))]
+    w, h = round(col_w - 2 * cell_pad, 1), round(row_h - 2 * cell_pad, 1)
+    font = text if fits("-0.0007252", text, w - 8, bold=True) and h >= text * 1.15 else small
+    show = h >= font * 1.05
+    room_w = w - font * 0.5
 
     def row_cells(i: int, values) -> RowCells:
         row = rows[i]
         fill = _fill(row.key)
-        texts, exact = [], []
+        texts, exact, numbers = [], [], []
         for value in values.tolist():
             if math.isnan(value):
                 texts.append("")
                 exact.append("")
+                numbers.append(False)
             else:
-                texts.append(short_number(value, chars))
+                shown = fitted_number(value, font, room_w) if show else ""
+                texts.append(shown or "·")
                 exact.append(f"{value:.9g}")
-        return RowCells(row.label, round(ys[i] + pad, 1), fill, _ink(fill), row.dtype,
-                        tuple(texts), tuple(exact))
+                numbers.append(bool(shown))
+        return RowCells(row.label, round(ys[i] + cell_pad, 1), fill, _ink(fill), row.dtype,
+                        tuple(texts), tuple(exact), tuple(numbers))
 
-    chart = _loss_chart(trace)
+    grid_right = grid_left + n * col_w
+    band = bottom_band(trace, area, band_top, note) if banded else None
     frames = []
-    n_steps = p.steps
     for k in range(last + 1):
         f = trace.frames[k]
         values = trace.values[k]
@@ -167,29 +203,46 @@ def build_deck(trace: OptimizerTrace, upto: int | None = None) -> OptimizerDeck:
                 continue
             cells.append(row_cells(i, values[i]))
             if k:
-                outlines.append((GRID_LEFT - 2, round(ys[i] - 1, 1), round(n * col_w + 4, 1),
-                                 round(row_h + 2, 1)))
-        segment = chart["segments"].get(k)
-        header = ("Before the first optimizer step" if k == 0 else
-                  f"Optimizer step {f.step} of {n_steps} · {f.phase}")
-        unit = ("before optimizer step 1" if k == 0 else
-                f"optimizer step {f.step} of {n_steps}: {f.phase}")
-        frames.append(FrameView(k, header, formula(f.phase, p.optimizer, p.precision),
-                                tuple(cells), tuple(outlines), segment, unit))
-
-    columns = tuple((round(x + col_w / 2, 1), round(top - 10, 1), f"[{j}]")
-                    for j, x in enumerate(xs))
-    labels = tuple(RowLabel(round(ys[i] + row_h / 2, 1), r.label,
-                            f"{r.dtype} · {r.bytes_per_param} B kept" if r.bytes_per_param
-                            else f"{r.dtype} · computed, not kept", ROW_COLOURS[r.key])
-                   for i, r in enumerate(rows))
-    bar, span, bar_title, bar_note = _bytes_bar(trace)
-    precision = "mixed precision (bf16 + fp32 master)" if p.precision == "mixed" else "fp32"
+                outlines.append((round(grid_left - 2, 1), round(ys[i] - 1, 1),
+                                 round(grid_right - grid_left + 4, 1), round(row_h + 2, 1)))
+        frames.append(FrameView(k, all_headers[k], formula(f.phase, p.optimizer, p.precision),
+                                tuple(cells), tuple(outlines),
+                                band.segments.get(k) if band else None, units[k]))
+    # the columns' indices, every one where they fit, else every 2nd, 3rd … ([0] always)
+    index_w = text_width(f"[{n - 1}]", small) + small * 0.5
+    every = next((e for e in (1, 2, 3, 4, 6) if e * col_w >= index_w), n)
+    columns = tuple(Text(round(x + col_w / 2, 1), round(columns_y, 1), f"[{j}]")
+                    for j, x in enumerate(xs) if j % every == 0)
+    pitch = (name_size + (small if two_lines else 0.0)) * 1.05
+    placed, last_y = [], -math.inf
+    for i, lb in enumerate(labels):
+        y = ys[i] + row_h / 2
+        named = y - last_y >= pitch
+        last_y = y if named else last_y
+        placed.append(RowLabel(round(y, 1), lb.label, lb.sub, lb.colour, named))
+    placed = tuple(placed)
+    titles = tuple(Text(x, y, line) for x, y, line in top.title)
     return OptimizerDeck(
-        WIDTH, HEIGHT, f"{_NAMES[p.optimizer]} · {precision} · {n} parameters",
-        columns, labels, tuple(frames), bar, BOTTOM_TOP + 58, bar_title, bar_note, span,
-        chart["box"], chart["ticks"], chart["grid"], chart["title"], font,
-        tuple(round(x + pad, 1) for x in xs), w, h)
+        width, height, box, title, titles, (top.header_x, top.header_y, area.head),
+        (top.header_x, rule_y, text), columns, placed, round(label_x, 1), round(swatch_x, 1),
+        name_size, small if two_lines else 0.0, tuple(frames), band, font, small,
+        tuple(round(x + cell_pad, 1) for x in xs), w, h)
+
+
+def _top_band(area: Box, all_headers, title: str, rules):
+    """The heading, the rule's baseline (on the title's line, at its left, where both fit;
+    else under the header), the columns' indices' baseline and the grid's top."""
+    pad, text, small = area.pad, area.text, area.small
+    top = heading(area, all_headers, title)
+    rule_w = max(text_width(r, text) for r in rules)
+    if (len(top.title) == 1 and top.title[0][1] > top.header_y
+            and rule_w + pad + text_width(title, small) <= area.width - 2 * pad):
+        rule_y = top.title[0][1]
+        columns_y = rule_y + text * 0.3 + small * 1.2
+    else:
+        rule_y = round(top.top + text * 0.75, 1)
+        columns_y = rule_y + text * 0.35 + small * 1.1
+    return top, rule_y, columns_y, columns_y + small * 0.45
 
 
 def formula(phase: str, optimizer: str, precision: str) -> str:
@@ -219,68 +272,3 @@ _ink = lru_cache(maxsize=64)(text_on)
 @lru_cache(maxsize=64)
 def _fill(key: str) -> str:
     return ramp((ROW_COLOURS[key], "#ffffff"), 0.35)
-
-
-def _bytes_bar(trace: OptimizerTrace):
-    """A stacked bar of the bytes each kept tensor holds per parameter."""
-    kept = [r for r in trace.rows if r.bytes_per_param]
-    total = sum(r.bytes_per_param for r in kept)
-    left, right = 24.0, 600.0
-    unit = (right - left) / 16  # 16 bytes (mixed Adam) fill the bar; smaller ones fall short
-    parts, x = [], left
-    state_keys = {"buf", "m", "v"} | ({"w"} if trace.params.precision == "mixed" else set())
-    for r in kept:
-        w = r.bytes_per_param * unit
-        colour = ROW_COLOURS[r.key]
-        parts.append(BarPart(round(x, 1), round(w, 1), colour, text_on(colour),
-                             f"{_short(r)} {r.bytes_per_param}", r.key in state_keys))
-        x += w
-    states = [b for b in parts if b.state]
-    span = None
-    k = sum(r.bytes_per_param for r in kept if r.key in state_keys)
-    if states:
-        span = (states[0].x, states[-1].x + states[-1].w,
-                f"optimizer state K = {k} B: what ZeRO-1 shards")
-    title = f"Bytes kept per parameter: {total}"
-    legend = " + ".join(f"{r.bytes_per_param} {_short(r)}" for r in kept)
-    return tuple(parts), span, title, legend
-
-
-def _short(row) -> str:
-    return {"w16": "w₁₆", "w": "w", "g": "g", "buf": "b", "m": "m", "v": "v"}[row.key]
-
-
-def _loss_chart(trace: OptimizerTrace) -> dict:
-    """The loss after each step: axes in frame 0, one segment per step in its last frame."""
-    box = (700.0, BOTTOM_TOP + 22, 1262.0, HEIGHT - 34)
-    steps = [s.step for s in trace.history]
-    losses = [s.loss for s in trace.history]
-    width, height = int(box[2] - box[0]), int(box[3] - box[1])
-    xs_data = steps if len(steps) > 1 else [0, 1]
-    chart = line_chart([("loss", xs_data, losses if len(steps) > 1 else losses * 2)],
-                       x_label="step", y_label="loss", width=width + 150, height=height + 56)
-    # line_chart leaves room for labels; map its pixel coordinates into the box
-    sx = (box[2] - box[0] - 54) / (chart.right - chart.left)
-    sy = (box[3] - box[1] - 22) / (chart.bottom - chart.top)
-
-    def at(px: float, py: float) -> tuple[float, float]:
-        return (round(box[0] + 54 + (px - chart.left) * sx, 1),
-                round(box[1] + (py - chart.top) * sy, 1))
-
-    points = [at(x, y) for x, y in chart.series[0].points]
-    last_frame = {}
-    for k, f in enumerate(trace.frames):
-        last_frame[f.step] = k
-    segments = {0: Segment("", *points[0])}
-    for t in range(1, len(points)):
-        (x0, y0), (x1, y1) = points[t - 1], points[t]
-        segments[last_frame[t]] = Segment(f"M{x0},{y0} L{x1},{y1}", x1, y1)
-    ticks = [Tick(at(t.at, chart.bottom)[0], box[3] + 18, t.label, "middle")
-             for t in chart.x_ticks if float(t.label).is_integer()]
-    grid = []
-    for t in chart.y_ticks:
-        y = at(chart.left, t.at)[1]
-        ticks.append(Tick(box[0] + 46, y + 5, t.label, "end"))
-        grid.append(y)
-    return {"box": box, "segments": segments, "ticks": tuple(ticks), "grid": tuple(grid),
-            "title": "loss L(w) after each step"}

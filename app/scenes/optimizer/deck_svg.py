@@ -21,8 +21,9 @@ from markupsafe import Markup
 
 from app.templating import PAGE_COLOURS
 from app.scenes.optimizer.deck import FrameView, OptimizerDeck, RowCells
-from app.draw.deck import deck_title, frame_start, step_header, write_deck
+from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.svg import esc as _e
+from app.draw.svg import spans_text
 from app.draw.fmt import coord as _n
 from app.draw.fmt import coord2 as _n2
 
@@ -38,8 +39,7 @@ DASH = 8.0
 
 def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    under = [deck_title(deck.title, deck.width), *_grid_labels(deck), *_bytes_bar(deck),
-             *_chart_axes(deck)]
+    under = [*_title(deck), *_grid_labels(deck), *_bytes_bar(deck), *_chart_axes(deck)]
     cells = _Cells(deck, tips=not standalone, standalone=standalone)
     defs = cells.defs()        # before the frames: a row's <use> refers to its definition
     if defs:
@@ -48,57 +48,79 @@ def render(deck: OptimizerDeck, current: int, *, standalone: bool = False,
                       lambda f: _frame(cells, f, current, standalone), standalone=standalone,
                       caption=caption, style=style, under=under,
                       group=f'font-size="{_n(deck.font)}" text-anchor="middle" '
-                            f'font-weight="700" fill="{INK}"')
+                            f'font-weight="700" fill="{INK}"', box=deck.box)
+
+
+def _texts(attributes: str, texts) -> list[str]:
+    """Texts of one look as the spans of one ``<text>``."""
+    return [spans_text(attributes, [f'<tspan x="{_n(t.x)}" y="{_n(t.y)}">{_e(t.text)}</tspan>'
+                                    for t in texts])] if texts else []
+
+
+def _title(deck: OptimizerDeck) -> list[str]:
+    return _texts(f'class="muted title" text-anchor="end" font-size="{_n(deck.small)}"',
+                  deck.title_lines)
 
 
 def _grid_labels(deck: OptimizerDeck) -> list[str]:
     """Column indices, and each row's colour swatch, name and bytes."""
-    out = ['<g class="muted" text-anchor="middle" font-size="15">']
-    out += [f'<text x="{_n(x)}" y="{_n(y)}">{label}</text>' for x, y, label in deck.columns]
-    out.append("</g>")
-    out += [f'<rect x="14" y="{_n(r.y - 17)}" width="6" height="34" rx="2" fill="{r.colour}"/>'
-            for r in deck.row_labels]
-    out.append('<g class="ink" text-anchor="end" font-size="17" font-weight="650">')
-    out += [f'<text x="292" y="{_n(r.y - 2)}">{_e(r.label)}</text>' for r in deck.row_labels]
-    out.append('</g><g class="muted" text-anchor="end" font-size="14">')
-    out += [f'<text x="292" y="{_n(r.y + 16)}">{_e(r.sub)}</text>' for r in deck.row_labels]
-    out.append("</g>")
+    small = deck.small
+    out = _texts(f'class="muted" text-anchor="middle" font-size="{_n(small)}"', deck.columns)
+    side = round(small * 0.45, 1)
+    tall = round(min(deck.cell_h, small * 2.4), 1)
+    out += [f'<rect x="{_n(deck.swatch_x)}" y="{_n(r.y - tall / 2)}" width="{side}" '
+            f'height="{tall}" rx="2" fill="{r.colour}"/>' for r in deck.row_labels]
+    name_dy = -small * 0.3 if deck.sub_size else deck.name_size * 0.35
+    out.append(f'<text class="ink" text-anchor="end" font-size="{_n(deck.name_size)}" '
+               f'font-weight="600">')
+    out += [f'<tspan x="{_n(deck.label_x)}" y="{_n(r.y + name_dy)}">{_e(r.label)}</tspan>'
+            for r in deck.row_labels if r.named]
+    out.append("</text>")
+    if deck.sub_size:
+        out.append(f'<text class="muted" text-anchor="end" font-size="{_n(deck.sub_size)}">')
+        out += [f'<tspan x="{_n(deck.label_x)}" y="{_n(r.y + small * 0.95)}">{_e(r.sub)}</tspan>'
+                for r in deck.row_labels if r.named]
+        out.append("</text>")
     return out
 
 
 def _bytes_bar(deck: OptimizerDeck) -> list[str]:
-    y = deck.bar_y
-    out = [f'<text class="ink" x="24" y="{_n(y - 22)}" font-size="17" font-weight="700">'
-           f'{_e(deck.bar_title)}</text>']
-    out += [f'<rect class="bar-part" x="{_n(b.x)}" y="{_n(y)}" width="{_n(b.w)}" height="38" '
-            f'fill="{b.fill}"/>' for b in deck.bar]
-    out.append('<g text-anchor="middle" font-size="15" font-weight="700">')
-    out += [f'<text x="{_n(b.x + b.w / 2)}" y="{_n2(y + 19 + CENTRE * 15)}" fill="{b.ink}">'
-            f'{_e(b.label)}</text>' for b in deck.bar]
-    out.append("</g>")
-    if deck.state_span:
-        left, right, label = deck.state_span
-        out.append(f'<path class="brace" d="M{_n(left + 2)},{_n(y + 46)} v8 H{_n(right - 2)} v-8" '
-                   f'fill="none"/><text class="ink" x="{_n(left)}" y="{_n(y + 74)}" '
-                   f'font-size="15">{_e(label)}</text>')
-    out.append(f'<text class="muted" x="24" y="{_n(y + 98)}" font-size="14">'
-               f'{_e(deck.bar_note)} bytes per parameter</text>')
+    band, small = deck.band, deck.small
+    if band is None:
+        return []
+    y, h = band.bar_y, band.bar_h
+    out = _texts(f'class="ink" font-size="{_n(small)}" font-weight="700"', (band.bar_title,))
+    out += [f'<rect class="bar-part" x="{_n(b.x)}" y="{_n(y)}" width="{_n(b.w)}" '
+            f'height="{_n(h)}" fill="{b.fill}"/>' for b in band.parts]
+    out.append(spans_text(f'text-anchor="middle" font-size="{_n(small)}" font-weight="700"',
+                          [f'<tspan x="{_n(b.x + b.w / 2)}" y="{_n2(y + h / 2 + CENTRE * small)}" '
+                           f'fill="{b.ink}">{_e(b.label)}</tspan>' for b in band.parts
+                           if b.label]))
+    if band.span:
+        left, right, brace_y = band.span
+        out.append(f'<path class="brace" d="M{_n(left + 2)},{_n(brace_y)} v{_n(small * 0.5)} '
+                   f'H{_n(right - 2)} v{_n(-small * 0.5)}" fill="none"/>')
+    if band.span_label:
+        out += _texts(f'class="ink" font-size="{_n(small)}"', (band.span_label,))
+    if band.note:
+        out += _texts(f'class="muted" font-size="{_n(small)}"', (band.note,))
     return out
 
 
 def _chart_axes(deck: OptimizerDeck) -> list[str]:
-    left, top, right, bottom = deck.chart_box
-    x0 = _n(left + 54)
-    out = [f'<text class="ink" x="{x0}" y="{_n(top - 16)}" font-size="15" font-weight="650">'
-           f'{_e(deck.chart_title)}</text>']
-    if deck.chart_grid:
-        d = "".join(f"M{x0},{_n(y)}H{_n(right)}" for y in deck.chart_grid)
+    band, small = deck.band, deck.small
+    if band is None:
+        return []
+    left, top, right, bottom = band.plot
+    out = _texts(f'class="ink" font-size="{_n(small)}" font-weight="700"',
+                 (band.chart_title,) if band.chart_title.text else ())
+    if band.grid:
+        d = "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y in band.grid)
         out.append(f'<path class="gridline" d="{d}"/>')
-    out.append('<g class="muted" font-size="14">')
-    out += [f'<text x="{_n(t.x)}" y="{_n(t.y)}" text-anchor="{t.anchor}">{_e(t.label)}</text>'
-            for t in deck.chart_ticks]
-    out.append(f'</g><line class="axisline" x1="{x0}" x2="{_n(right)}" y1="{_n(bottom - 22)}" '
-               f'y2="{_n(bottom - 22)}"/>')
+    out += _texts(f'class="muted" text-anchor="end" font-size="{_n(small)}"', band.y_ticks)
+    out += _texts(f'class="muted" text-anchor="middle" font-size="{_n(small)}"', band.x_ticks)
+    out.append(f'<line class="axisline" x1="{_n(left)}" x2="{_n(right)}" y1="{_n(bottom)}" '
+               f'y2="{_n(bottom)}"/>')
     return out
 
 
@@ -174,7 +196,10 @@ class _Cells:
         filled = tuple(j for j, t in enumerate(row.texts) if t)
         blank = tuple(j for j, t in enumerate(row.texts) if not t)
         defined = self.defined.get(row.y)
-        out = []
+        xs, w = self.deck.cell_xs, self.deck.cell_w
+        # the row's band, opaque, over what the row showed before (its old numbers)
+        out = [f'<rect class="bg" x="{_n(xs[0] - 1)}" y="{_n(row.y - 1)}" '
+               f'width="{_n(xs[-1] + w - xs[0] + 2)}" height="{_n(self.deck.cell_h + 2)}"/>']
         if filled:
             # the background's hover text: the whole row in full, for the pointer between
             # numbers
@@ -189,6 +214,8 @@ class _Cells:
             ink = "" if row.ink == INK else f' fill="{row.ink}"'
             label = _e(row.label)
             for j in filled:
+                if not row.numbers[j]:      # too narrow for its number: the hover tells
+                    continue
                 # the hover text: the value in full and its dtype
                 tip = (f' data-tip="{label}[{j}] = {row.exact[j]} ({row.dtype})"'
                        if self.tips else "")
@@ -210,16 +237,20 @@ def _frame(cells: _Cells, f: FrameView, current: int, standalone: bool) -> list[
         if f.segment.d:
             out.append(f'<path class="loss-line" d="{f.segment.d}" fill="none"/>')
         out.append(f'<circle class="loss-dot" cx="{_n(f.segment.x)}" cy="{_n(f.segment.y)}" '
-                   f'r="5"/>')
+                   f'r="{_n(cells.deck.band.dot)}"/>')
     if not standalone or f.index == current:
         if f.outlines:
             d = "".join(f"M{_n(x + 6)},{_n(y)}h{_n(w - 12)}a6,6 0 0 1 6,6v{_n(h - 12)}"
                         f"a6,6 0 0 1 -6,6h{_n(12 - w)}a6,6 0 0 1 -6,-6v{_n(12 - h)}"
                         f"a6,6 0 0 1 6,-6z" for x, y, w, h in f.outlines)
             out.append(f'<path class="only-current current-mark" d="{d}"/>')
-        out.append(step_header(f.header, anchor="start", weight=0, only_current=True))
+        x, y, size = cells.deck.header
+        out.append(step_header(f.header, x=x, y=y, size=size, anchor="start",
+                               only_current=True))
         if f.formula:
-            out.append(f'<text class="only-current ink rule" x="22" y="70" font-size="21" '
-                       f'text-anchor="start" font-weight="400">{_e(f.formula)}</text>')
+            x, y, size = cells.deck.rule
+            out.append(f'<text class="only-current ink rule" x="{_n(x)}" y="{_n(y)}" '
+                       f'font-size="{_n(size)}" text-anchor="start" font-weight="400">'
+                       f'{_e(f.formula)}</text>')
     out.append("</g>")
     return out

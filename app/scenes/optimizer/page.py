@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.optimizer import deck as view
@@ -14,7 +18,7 @@ from app.sim.memory import model_states
 from app.catalog.models import PRESETS
 from app.sim.optimizer.params import OptimizerParams
 from app.sim.optimizer.simulate import SIMULATED, simulate
-from app.templating import deck_style, export_context
+from app.templating import deck_style
 
 OPTIMIZER_NAMES = {"sgd": "SGD", "momentum": "SGD with momentum", "adam": "Adam",
                    "adamw": "AdamW", "adafactor": "Adafactor", "adam8bit": "8-bit Adam"}
@@ -22,19 +26,20 @@ STAGES = ("baseline (DDP)", "P_os · ZeRO-1", "P_os+g · ZeRO-2", "P_os+g+p · Z
 
 
 @memoised(DECKS)
-def deck_of(p: OptimizerParams) -> view.OptimizerDeck:
-    """The deck's geometry, every frame (cached: decks are pure functions of params)."""
-    return view.build_deck(traced(simulate, p))
+def deck_of(p: OptimizerParams, box: Box) -> view.OptimizerDeck:
+    """The deck's geometry for ``box``, every frame (cached: decks are pure functions of
+    their params and box)."""
+    return view.build_deck(traced(simulate, p), box)
 
 
 @memoised(DECKS)
-def deck_svg(p: OptimizerParams, frame: int) -> Markup:
-    """The page's deck, showing ``frame`` first; later frames wait in a template."""
-    return optimizer_svg.render(deck_of(p), frame)
+def deck_svg(p: OptimizerParams, frame: int, box: Box) -> Markup:
+    """The page's deck for ``box``, showing ``frame`` first; later frames wait in a template."""
+    return optimizer_svg.render(deck_of(p, box), frame)
 
 
-def page_view(p: OptimizerParams, trace, frame: int) -> dict:
-    return {"deck_svg": deck_svg(p, frame), "deck_title": deck_of(p).title,
+def page_view(p: OptimizerParams, trace, frame: int, box: Box = PAGE) -> dict:
+    return {"deck_svg": deck_svg(p, frame, box), "deck_title": deck_of(p, box).title,
             "bytes_table": bytes_table(p),
             "zero_rows": zero_rows(p, trace), "torch_code": torch_code(p),
             "torchrun": torchrun_line(CHECK, p), "names": OPTIMIZER_NAMES,
@@ -51,10 +56,13 @@ def form_view() -> dict:
             "dps": [2**k for k in range(11)]}
 
 
-def export_view(p, trace, frame: int) -> dict:
-    context = export_context(deck_of(p), trace, frame)
-    return {"deck_svg": optimizer_svg.render(context["deck"], frame, standalone=True,
-                                             caption=tuple(context["caption"]),
+def export_view(p, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    return {"deck_svg": optimizer_svg.render(view.build_deck(trace, drawing, upto=frame), frame,
+                                             standalone=True,
+                                             caption=caption_lines(trace.frames[frame].caption,
+                                                                   box.width),
                                              style=deck_style(standalone=True))}
 
 

@@ -23,4 +23,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="grad_center",
     preview="frame=9",
+    boxed=True,
 )

@@ -1,9 +1,7 @@
-"""The precision scene as drawable geometry: the typed value's bits in every format, the
-gradient histogram against every format's range, and the loss-scaling deck.
-
-The deck is layered like every deck: frame 0 holds the axes, the FP16 zones and the unscaled
-gradients (faint); frame k holds step k's scaled histogram (shown while it is the current frame)
-and adds its point to the loss-scale timeline, which therefore grows as the player steps.
+"""The precision scene as drawable geometry: the typed value's bits in every format and the
+gradient histogram against every format's range (the page's figures), and what the
+loss-scaling deck (app/scenes/precision/deck_scale.py) shares with them: binades as pixels,
+histogram bars, FP16's zones.
 """
 
 from __future__ import annotations
@@ -245,62 +243,7 @@ def range_figure(trace: PrecisionTrace) -> RangeFigure:
                        axis.left, axis.right, base, bars, tuple(bands), axis.ticks())
 
 
-# --- 3. the loss-scaling deck --------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Zone:
-    x: float
-    w: float
-    fill: str
-    label: str
-
-
-@dataclass(frozen=True)
-class Point:
-    x: float
-    y: float
-    skipped: bool
-    line: str
-    title: str
-
-
-@dataclass(frozen=True)
-class ScaleFrame:
-    index: int
-    header: str
-    bars: tuple[Bar, ...]
-    verdict: str
-    verdict_bad: bool
-    max_x: float
-    point: Point | None
-    shift_label: str
-    unit: str = ""
-    """what the step is, for the player's position text (training step 3 of 24: S = 2¹⁶)"""
-    preview: tuple[float, float, float, str] | None = None
-    """step 0: (x of step 1, y of S₀, right end, what will happen) — where the line will start"""
-
-
-@dataclass(frozen=True)
-class ScaleDeck:
-    width: int
-    height: int
-    title: str
-    zones: tuple[Zone, ...]
-    ghost: tuple[Bar, ...]
-    ticks: tuple[Tick, ...]
-    hist_left: float
-    hist_right: float
-    hist_base: float
-    timeline: tuple[float, float, float, float]
-    y_ticks: tuple[tuple[float, str], ...]
-    x_ticks: tuple[tuple[float, str], ...]
-    frames: tuple[ScaleFrame, ...]
-    legend: tuple[tuple[float, str, str], ...]
-
-
-def _zone_colour(e: int) -> str:
-    return ZONE_COLOURS[zone_of(e)]
-
+# --- 3. FP16's zones (the loss-scaling deck: app/scenes/precision/deck_scale.py) ---------
 
 def zone_of(e: int) -> str:
     """FP16's zone of the binade [2^e, 2^(e+1))."""
@@ -311,75 +254,3 @@ def zone_of(e: int) -> str:
     if e < 16:
         return "normal"
     return "overflow"
-
-
-def scale_deck(trace: PrecisionTrace, upto: int | None = None) -> ScaleDeck:
-    p = trace.params
-    last = len(trace.frames) - 1 if upto is None else upto
-    low, high = trace.hist_range
-    axis = Axis(low, high, 120.0, 1180.0)
-    base, height = 380.0, 230.0
-    peak = max(max(h.counts) for h in (trace.grad_histogram, *trace.scaled_histograms))
-    zones = []
-    for name, lo, hi in (("underflow", low, -24), ("subnormal", -24, -14),
-                         ("normal", -14, 16), ("overflow", 16, high)):
-        if hi > lo:
-            zones.append(Zone(axis(lo), axis(hi) - axis(lo), ZONE_COLOURS[name],
-                              ZONE_WORDS[name]))
-    ghost = _bars(trace.grad_histogram, axis, base, height, peak, lambda e: "none")
-    # the timeline: log2 S against the step
-    scales = [math.log2(s.scale) for s in trace.scale_steps]
-    s_lo, s_hi = math.floor(min(scales)) - 1, math.ceil(max(scales)) + 1
-    t_left, t_right, t_top, t_bottom = 120.0, 1180.0, 470.0, 630.0
-    n = len(trace.scale_steps)
-
-    def tx(step: int) -> float:
-        return round(t_left + (step - 0.5) / n * (t_right - t_left), 1)
-
-    def ty(log2s: float) -> float:
-        return round(t_bottom - (log2s - s_lo) / (s_hi - s_lo) * (t_bottom - t_top), 1)
-
-    every = max(1, math.ceil((s_hi - s_lo) / 6))
-    y_ticks = tuple((ty(k), pow2(k)) for k in range(s_lo, s_hi + 1, every))
-    x_every = max(1, math.ceil(n / 16))
-    x_ticks = tuple((tx(t), str(t)) for t in range(1, n + 1) if t % x_every == 0 or t == 1)
-    s0 = p.init_scale_log2
-    frames = [ScaleFrame(0, "Before the first training step", (), "", False, 0.0, None, "",
-                         "before training step 1",
-                         (tx(1), ty(s0), t_right,
-                          f"S starts at {pow2(s0)}: an overflow (✗) halves it and skips the "
-                          f"step; {p.growth_interval} clean steps in a row double it"))]
-    for k in range(1, last + 1):
-        s = trace.scale_steps[k - 1]
-        h = trace.scaled_histograms[k - 1]
-        bars = _bars(h, axis, base, height, peak, _zone_colour)
-        previous = (tx(k - 1), ty(math.log2(trace.scale_steps[k - 2].scale))) if k > 1 else None
-        point = Point(tx(k), ty(math.log2(s.scale)), s.found_inf,
-                      f"M{previous[0]},{previous[1]} L{tx(k)},{ty(math.log2(s.scale))}"
-                      if previous else "",
-                      f"step {k}: S = {pow2(math.log2(s.scale))}"
-                      + (" — overflow, skipped" if s.found_inf else ""))
-        verdict = (f"✗ max |S·g| = {s.max_scaled:.3g} > 65504: skip the step, S → "
-                   f"{pow2(math.log2(s.scale_after))}" if s.found_inf else
-                   f"✓ max |S·g| = {s.max_scaled:.3g} fits in FP16: step applied")
-        scale = pow2(math.log2(s.scale))
-        frames.append(ScaleFrame(k, f"Training step {k} of {n} · S = {scale}", bars,
-                                 verdict, s.found_inf, axis(math.log2(s.max_scaled)), point,
-                                 f"× S shifts every gradient {math.log2(s.scale):g} binades "
-                                 f"right", f"training step {k} of {n}: S = {scale}"
-                                 + (", overflow: skipped" if s.found_inf else "")))
-    # each entry as wide as its words (16-unit text, about 9 units a character): at a fixed
-    # 236 apart, "subnormal: fewer bits in FP16" ran into the next swatch
-    entries = [(ZONE_COLOURS[z], ZONE_WORDS[z] + " in FP16")
-               for z in ("underflow", "subnormal", "normal", "overflow")]
-    entries.append(("none", "dashed: g before scaling"))
-    legend, x = [], 22.0
-    for colour, words in entries:
-        legend.append((round(x, 1), colour, words))
-        x += 24 + 9 * len(words) + 22
-    legend = tuple(legend)
-    return ScaleDeck(WIDTH, 720, f"dynamic loss scaling · FP16 · S₀ = {pow2(p.init_scale_log2)}"
-                     f" · growth every {p.growth_interval} clean steps",
-                     tuple(zones), ghost, axis.ticks(), axis.left, axis.right, base,
-                     (t_left, t_top, t_right, t_bottom), y_ticks, x_ticks, tuple(frames),
-                     legend)

@@ -18,12 +18,11 @@ from functools import lru_cache
 
 from markupsafe import Markup
 
-from app.scenes.precision.deck import (Bar, BitsFigure, RangeFigure, ScaleDeck, ScaleFrame,
-                                 binade_label, values)
-from app.draw.deck import (background, deck_open, deck_title, frame_start, legend_labels,
-                           step_header, write_deck)
-from app.draw.plot import tick_marks
+from app.scenes.precision.deck import Bar, BitsFigure, RangeFigure, binade_label, values
+from app.scenes.precision.deck_scale import ScaleDeck, ScaleFrame
+from app.draw.deck import background, deck_open, frame_start, step_header, write_deck
 from app.draw.svg import esc_attr as _e
+from app.draw.svg import spans_text
 from app.draw.fmt import coord as _n
 from app.draw.fmt import coord2 as _n2
 
@@ -150,53 +149,73 @@ def range_svg(fig: RangeFigure) -> Markup:
 
 # --- 3. the loss-scaling deck ----------------------------------------------------------------
 
+def _lines(attributes: str, lines) -> str:
+    """(x, baseline, text) lines of one look as the spans of one ``<text>``."""
+    return spans_text(attributes, [f'<tspan x="{_n(x)}" y="{_n(y)}">{_e(t)}</tspan>'
+                                   for x, y, t in lines])
+
+
 def scale_svg(deck: ScaleDeck, current: int, *, standalone: bool = False,
               caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    under = [deck_title(deck.title, deck.width, size=18)]
+    small = _n(deck.small)
     base = deck.hist_base
+    under = [_lines(f'class="muted title" text-anchor="end" font-size="{small}"',
+                    deck.title_lines)]
     for z in deck.zones:
-        under.append(f'<rect x="{_n(z.x)}" y="96" width="{_n(z.w)}" height="{_n(base - 96)}" '
-                     f'fill="{z.fill}" class="zone"/>')
-    under.append('<g class="muted" text-anchor="middle" font-size="16">')
-    under += [f'<text x="{_n2(z.x + z.w / 2)}" y="116">{_e(z.label)}</text>'
-              for z in deck.zones if z.w > 90]
-    under += [f'<text x="{_n(t.x)}" y="{_n(base + 20)}">{_e(t.label)}</text>' for t in deck.ticks]
-    under.append("</g>")
+        under.append(f'<rect x="{_n(z.x)}" y="{_n(deck.zone_top)}" width="{_n(z.w)}" '
+                     f'height="{_n(base - deck.zone_top)}" fill="{z.fill}" class="zone"/>')
+    under.append(_lines(f'class="muted" text-anchor="middle" font-size="{small}"',
+                        [(z.x + z.w / 2, deck.zone_label_y, z.label) for z in deck.zones
+                         if z.label]
+                        + [(t.x, deck.tick_y, t.label) for t in deck.ticks]))
     if deck.ghost:
-        under.append(f'<path class="ghost" d="{_boxes((b.x, b.y, b.w, b.h) for b in deck.ghost)}"/>')
+        under.append('<path class="ghost" d="'
+                     + _boxes((b.x, b.y, b.w, b.h) for b in deck.ghost) + '"/>')
+    vx, vy = deck.value_label
     under.append(f'<line class="axisline" x1="{_n(deck.hist_left)}" x2="{_n(deck.hist_right)}" '
-                 f'y1="{_n(base)}" y2="{_n(base)}"/><text class="muted" '
-                 f'x="{_n(deck.hist_left - 10)}" y="{_n(base - 4)}" text-anchor="end" '
-                 f'font-size="16">|S·g|</text>')
+                 f'y1="{_n(base)}" y2="{_n(base)}"/><text class="muted" x="{_n(vx)}" '
+                 f'y="{_n(vy)}" text-anchor="end" font-size="{small}">|S·g|</text>')
     left, top, right, bottom = deck.timeline
-    under.append(f'<text class="ink" x="{_n(left)}" y="{_n(top - 14)}" font-size="16" '
-                 f'font-weight="650">loss scale S at each step (✗: overflow, step skipped)</text>')
-    under += tick_marks(left, right, bottom, deck.y_ticks, deck.x_ticks, _n)
+    if deck.timeline_title[2]:
+        under.append(_lines(f'class="ink" font-size="{small}" font-weight="700"',
+                            (deck.timeline_title,)))
+    if deck.y_ticks:
+        under.append('<path class="gridline" d="' + "".join(
+            f"M{_n(left)},{_n(y)}H{_n(right)}" for y, _ in deck.y_ticks) + '"/>')
+    under.append(_lines(f'class="muted" text-anchor="end" font-size="{small}"',
+                        [(left - deck.small * 0.5, y + deck.small * 0.35, t)
+                         for y, t in deck.y_ticks]))
+    under.append(_lines(f'class="muted" text-anchor="middle" font-size="{small}"',
+                        [(x, bottom + deck.small * 1.15, t) for x, t in deck.x_ticks]))
     over = ['<g class="legend">']
-    for x, colour, text in deck.legend:
+    side = _n(deck.swatch)
+    for x, y, colour, *_ in deck.legend:
         if colour == "none":
-            over.append(f'<rect class="ghost" x="{_n(x)}" y="690" width="18" height="16"/>')
+            over.append(f'<rect class="ghost" x="{_n(x)}" y="{_n(y)}" width="{side}" '
+                        f'height="{side}"/>')
         else:
-            over.append(f'<rect x="{_n(x)}" y="690" width="18" height="16" rx="2" '
+            over.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{side}" height="{side}" rx="2" '
                         f'fill="{colour}"/>')
-    over += [legend_labels(((x, text) for x, _, text in deck.legend), 703, _n), "</g>"]
+    over += [_lines(f'class="muted" font-size="{small}"',
+                    [(tx, ty, words) for _, _, _, tx, ty, words in deck.legend]), "</g>"]
     return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
                       lambda f: _frame(deck, f, current, standalone), standalone=standalone,
-                      caption=caption, style=style, under=under, over=over)
+                      caption=caption, style=style, under=under, over=over, box=deck.box)
 
 
 def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> list[str]:
     out = [frame_start(f.index, current, f.unit)]
-    pt = f.point
+    pt, m = f.point, deck.mark
     if pt:
         if pt.line:
             out.append(f'<path class="scale-line" d="{pt.line}" fill="none"/>')
         tip = f' data-tip="{_e(pt.title)}"' if not standalone else ""
         if pt.skipped:
-            out.append(f'<path class="skip-mark" d="M{_n(pt.x - 7)},{_n(pt.y - 7)}l14,14'
-                       f'm-14,0l14,-14"{tip}/>')
+            out.append(f'<path class="skip-mark" d="M{_n(pt.x - m)},{_n(pt.y - m)}'
+                       f'l{_n(2 * m)},{_n(2 * m)}m{_n(-2 * m)},0l{_n(2 * m)},{_n(-2 * m)}"{tip}/>')
         else:
-            out.append(f'<circle class="ok-mark" cx="{_n(pt.x)}" cy="{_n(pt.y)}" r="6"{tip}/>')
+            out.append(f'<circle class="ok-mark" cx="{_n(pt.x)}" cy="{_n(pt.y)}" r="{_n(m)}"'
+                       f'{tip}/>')
     if not standalone or f.index == current:
         out.append('<g class="only-current">')
         if standalone:
@@ -204,23 +223,29 @@ def _frame(deck: ScaleDeck, f: ScaleFrame, current: int, standalone: bool) -> li
                     for fill, bars in _by_fill(f.bars).items()]
         else:
             out += _tipped_bars(f.bars)
+        small = _n(deck.small)
         if f.preview:                      # step 0: where the line of S will start
-            x, y, right, words = f.preview
+            x, y, right, lines = f.preview
             out.append(f'<line class="max-line" x1="{_n(x)}" x2="{_n(right)}" y1="{_n(y)}" '
                        f'y2="{_n(y)}"/><circle class="current-mark" cx="{_n(x)}" cy="{_n(y)}" '
-                       f'r="11"/><text class="ink halo-bg" x="{_n(x + 20)}" y="{_n(y - 12)}" '
-                       f'font-size="16">{_e(words)}</text>')
+                       f'r="{_n(m * 1.9)}"/>')
+            out.append(_lines(f'class="ink halo-bg" font-size="{small}"', lines))
         if f.index > 0:
             verdict = "bad-text" if f.verdict_bad else "good-text"
-            out.append(f'<line class="max-line" x1="{_n(f.max_x)}" x2="{_n(f.max_x)}" y1="132" '
-                       f'y2="{_n(deck.hist_base)}"/><text class="{verdict} halo-bg" '
-                       f'x="{_n(deck.hist_left + 8)}" y="76" font-size="19" font-weight="700">'
-                       f'{_e(f.verdict)}</text><text class="muted" x="{_n(deck.hist_right)}" '
-                       f'y="76" text-anchor="end" font-size="16">{_e(f.shift_label)}</text>')
+            vx, vy, size = deck.verdict_at
+            out.append(f'<line class="max-line" x1="{_n(f.max_x)}" x2="{_n(f.max_x)}" '
+                       f'y1="{_n(deck.zone_label_y + deck.small * 0.4)}" '
+                       f'y2="{_n(deck.hist_base)}"/>'
+                       f'<text class="{verdict} halo-bg" x="{_n(vx)}" y="{_n(vy)}" '
+                       f'font-size="{_n(size)}" font-weight="700">{_e(f.verdict)}</text>')
+            if f.shift_label:
+                out.append(f'<text class="muted" x="{_n(deck.shift_x)}" y="{_n(vy)}" '
+                           f'text-anchor="end" font-size="{small}">{_e(f.shift_label)}</text>')
             if pt:
                 out.append(f'<circle class="current-mark" cx="{_n(pt.x)}" cy="{_n(pt.y)}" '
-                           f'r="11"/>')
-        out.append(step_header(f.header) + "</g>")
+                           f'r="{_n(m * 1.9)}"/>')
+        x, y, size = deck.header
+        out.append(step_header(f.header, x=x, y=y, size=size) + "</g>")
     out.append("</g>")
     return out
 

@@ -23,4 +23,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="dp",
     preview="frame=5",
+    boxed=True,
 )
