@@ -13,6 +13,7 @@ docs/legibility.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 _ASCII = {
@@ -67,11 +68,20 @@ def fits(text: str, size: float, width: float, bold: bool = False) -> bool:
 def wrap(text: str, size: float, width: float, bold: bool = False) -> list[str]:
     """``text`` broken at spaces into lines no wider than ``width`` (a word wider than the
     whole line stays on a line of its own: the caller checks with :func:`fits`)."""
+    return wrap_by(text, lambda line: text_width(line, size, bold), width)
+
+
+def wrap_by(text: str, width: Callable[[str], float], room: float, hang: float = 0.0
+            ) -> list[str]:
+    """``text`` broken at spaces into lines no wider than ``room`` as ``width`` measures them
+    (any family: app/draw/column.py measures monospace), the lines after the first ``hang``
+    units narrower (a command's continuation, set that far in); a word wider than its line
+    keeps a line of its own (the caller checks)."""
     lines: list[str] = []
     line = ""
     for word in text.split():
         candidate = f"{line} {word}" if line else word
-        if line and not fits(candidate, size, width, bold):
+        if line and width(candidate) > room - (hang if lines else 0.0):
             lines.append(line)
             line = word
         else:

@@ -23,4 +23,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="micro_batch",
     preview="frame=20",
+    boxed=True,
 )

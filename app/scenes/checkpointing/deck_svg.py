@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from app.scenes.checkpointing.deck import STRIP_H, STRIP_TOP, CheckpointDeck, FrameView, LayerCell
-from app.draw.deck import deck_title, frame_start, legend_labels, step_header, write_deck
-from app.draw.plot import tick_marks
-from app.draw.svg import esc as _e
+from app.draw import shapes
+from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.fmt import coord2 as _n
+from app.draw.svg import esc as _e
+from app.scenes.checkpointing.deck import THIS_RUN, CheckpointDeck, Curve, FrameView, LayerCell
 
 THIN = 6.0
 """cells narrower than this (long models) are drawn without their dashed outline"""
@@ -27,49 +27,62 @@ THIN = 6.0
 
 def render(deck: CheckpointDeck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] = (), style: str = "") -> Markup:
-    under = [deck_title(deck.title, deck.width, size=18),
-             f'<text class="ink" x="22" y="{_n(STRIP_TOP + 24)}" font-size="16" '
-             f'font-weight="650">layers</text>', '<g class="muted" font-size="16" text-anchor="middle">']
-    y = _n(STRIP_TOP + STRIP_H + 18)
-    under += [f'<text x="{_n(x)}" y="{y}">{label}</text>' for x, label in deck.layer_labels]
-    under.append("</g>")
+    under = [shapes.label(t) for t in deck.titles]
+    under += [shapes.label(deck.strip_label), _labels(deck.layer_labels)]
     under += _chart(deck)
     over = ['<g class="legend">']
-    for x, fill, _ in deck.legend:
+    side = _n(deck.swatch)
+    for x, y, fill in deck.legend:
         paint = 'class="done-cell"' if fill == "done" else f'fill="{fill}"'
-        over.append(f'<rect {paint} x="{_n(x)}" y="690" width="18" height="16"/>')
-    over += [legend_labels(((x, text) for x, _, text in deck.legend), 703, _n), "</g>"]
+        over.append(f'<rect {paint} x="{_n(x)}" y="{_n(y)}" width="{side}" height="{side}"/>')
+    over += [_labels(deck.legend_texts), "</g>"]
     return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
                       lambda f: _frame(deck, f, current, standalone), standalone=standalone,
-                      caption=caption, style=style, under=under, over=over)
+                      caption=caption, style=style, under=under, over=over, box=deck.box)
+
+
+def _labels(texts) -> str:
+    """Labels, each with its own size (the box's: never the style sheet's default)."""
+    return "".join(shapes.label(t) for t in texts)
 
 
 def _chart(deck: CheckpointDeck) -> list[str]:
-    """Memory against time: axes, the other strategies' curves and every curve's legend."""
+    """Memory against time: axes, the other strategies' curves and every curve's key."""
     left, top, right, bottom = deck.chart
-    out = [f'<text class="ink" x="{_n(left)}" y="{_n(top - 14)}" font-size="16" '
-           f'font-weight="650">activation memory on one GPU</text>']
-    out += tick_marks(left, right, bottom, deck.y_ticks, deck.x_ticks, _n)
+    out = [shapes.label(deck.chart_title)] if deck.chart_title else []
+    if deck.gridlines:
+        out.append('<path class="gridline" d="'
+                   + "".join(f"M{_n(left)},{_n(y)}H{_n(right)}" for y in deck.gridlines) + '"/>')
+    out.append(_labels(deck.ticks))
     out.append(f'<line class="axisline" x1="{_n(left)}" x2="{_n(right)}" '
                f'y1="{_n(bottom)}" y2="{_n(bottom)}"/>')
     for c in deck.curves:
         if not c.chosen:
             dash = f' stroke-dasharray="{c.dash}"' if c.dash else ""
             out.append(f'<path class="axisline other-curve" d="{c.path}" fill="none"{dash}/>')
-    for q, c in enumerate(deck.curves):
-        y = top + q * 48
-        dash = f' stroke-dasharray="{c.dash}"' if c.dash else ""
-        this_run = ('<tspan class="muted" font-size="16" font-weight="400"> this run</tspan>'
-                    if c.chosen else "")
-        paint = (f'stroke="{c.colour}" stroke-width="5"' if c.chosen else   # others: muted ink
-                 'class="axisline" style="stroke-width:3"')
-        out.append(f'<line x1="{_n(right + 20)}" x2="{_n(right + 56)}" y1="{_n(y + 12)}" '
-                   f'y2="{_n(y + 12)}" {paint}'
-                   f'{dash}/><text class="ink" x="{_n(right + 64)}" y="{_n(y + 17)}" '
-                   f'font-size="16" font-weight="{700 if c.chosen else 400}">{_e(c.label)}'
-                   f'{this_run}</text><text class="muted" x="{_n(right + 64)}" '
-                   f'y="{_n(y + 36)}" font-size="16">{_e(c.legend)}</text>')
+    for c in deck.curves:
+        out.append(_key(c))
     return out
+
+
+def _key(c: Curve) -> str:
+    """A curve's line in the key, its label (the chosen one's " this run" muted: the space
+    before the span, where every renderer keeps it) and its peak and time."""
+    x1, x2, y = c.key
+    dash = f' stroke-dasharray="{c.dash}"' if c.dash else ""
+    paint = (f'stroke="{c.colour}" stroke-width="5"' if c.chosen else   # others: muted ink
+             'class="axisline" style="stroke-width:3"')
+    out = [f'<line x1="{_n(x1)}" x2="{_n(x2)}" y1="{_n(y)}" y2="{_n(y)}" {paint}{dash}/>']
+    label, *rest = c.texts
+    if c.chosen:
+        name = label.text[:-len(THIS_RUN)]
+        out.append(f'<text class="ink" x="{_n(label.x)}" y="{_n(label.y)}" '
+                   f'font-size="{_n(label.size)}" font-weight="700">{_e(name)} <tspan '
+                   f'class="muted" font-weight="400">{THIS_RUN.strip()}</tspan></text>')
+    else:
+        out.append(shapes.label(label))
+    out += [shapes.label(t) for t in rest]
+    return "".join(out)
 
 
 def _runs(cells: tuple[LayerCell, ...]) -> list[list[LayerCell]]:
@@ -84,9 +97,9 @@ def _runs(cells: tuple[LayerCell, ...]) -> list[list[LayerCell]]:
     return runs
 
 
-def _cells(cells: tuple[LayerCell, ...], tips: bool) -> list[str]:
+def _cells(cells: tuple[LayerCell, ...], strip, tips: bool) -> list[str]:
     out = []
-    top, h = _n(STRIP_TOP), _n(STRIP_H)
+    top, h = _n(strip[2]), _n(strip[3])
     for run in _runs(cells):
         first, last = run[0], run[-1]
         fill = first.fill
@@ -113,22 +126,24 @@ def _cells(cells: tuple[LayerCell, ...], tips: bool) -> list[str]:
 
 def _frame(deck: CheckpointDeck, f: FrameView, current: int, standalone: bool) -> list[str]:
     out = [frame_start(f.index, current, f.unit)]
-    out += _cells(f.cells, tips=not standalone)
+    out += _cells(f.cells, deck.strip, tips=not standalone)
     if f.path:
         out.append(f'<path class="chosen-curve" d="{f.path}" fill="none" stroke="{deck.colour}"/>')
     if not standalone or f.index == current:
         out.append('<g class="only-current">')
-        out += [f'<rect class="changed-box" x="{_n(x - 1)}" y="{_n(STRIP_TOP - 2)}" '
-                f'width="{_n(w + 2)}" height="{_n(STRIP_H + 4)}"/>' for x, w in f.boxes]
+        _, _, strip_top, strip_h = deck.strip
+        out += [f'<rect class="changed-box" x="{_n(x - 1)}" y="{_n(strip_top - 2)}" '
+                f'width="{_n(w + 2)}" height="{_n(strip_h + 4)}"/>' for x, w in f.boxes]
         if f.index > 0:
             left, top, right, bottom = deck.chart
             # the cursor in full precision: its label's baseline must not round across a pixel
             cx, cy = f.cursor_x, f.cursor_y
             out.append(f'<line class="cursor" x1="{cx}" x2="{cx}" y1="{_n(top)}" '
                        f'y2="{_n(bottom)}"/><circle cx="{cx}" cy="{cy}" r="7" '
-                       f'fill="{deck.colour}" class="cursor-dot"/><text class="ink halo-bg" '
-                       f'x="{min(cx + 12, right - 260)}" y="{max(cy - 14, top + 20)}" '
-                       f'font-size="16">{_e(f.cursor_label)}</text>')
-        out.append(step_header(f.header) + "</g>")
+                       f'fill="{deck.colour}" class="cursor-dot"/>')
+            if f.cursor is not None:
+                out.append(shapes.label(f.cursor))
+        h = deck.header
+        out.append(step_header(f.header, x=h.x, y=h.y, size=h.size) + "</g>")
     out.append("</g>")
     return out

@@ -24,4 +24,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="dp",
     preview="frame=4",
+    boxed=True,
 )

@@ -24,14 +24,14 @@ from app.scenes.parallelism.deck import AXIS_COLOURS, KINDS, Deck, FrameView
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
-    under = [shapes.label(Text(deck.width - 18, 34, deck.title, 17, "muted", "end"))]
+    under = [shapes.label(t) for t in deck.titles]
     under += [shapes.box(b) for b in deck.nodes]
     under += [shapes.label(t) for t in deck.node_labels]
     under.append(_cells(deck, standalone))
     return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
-                      lambda f: _frame(f, current), standalone=standalone, caption=caption,
-                      style=style, under=under, over=[_shape(s) for s in deck.legend],
-                      every_frame=True)
+                      lambda f: _frame(deck, f, current), standalone=standalone,
+                      caption=caption, style=style, under=under,
+                      over=[_shape(s) for s in deck.legend], every_frame=True, box=deck.box)
 
 
 def _cells(deck: Deck, standalone: bool) -> str:
@@ -42,9 +42,10 @@ def _cells(deck: Deck, standalone: bool) -> str:
         strip_w = (c.s - 8) / len(KINDS)
         strips = "".join(
             f'<rect class="strip s-{k}" x="{coord(c.x + 4 + i * strip_w)}" '
-            f'y="{coord(c.y + c.s - 13)}" width="{coord(strip_w - 1)}" height="10" '
-            f'fill="{AXIS_COLOURS[k]}"/>' for i, k in enumerate(KINDS)) if not standalone else ""
-        y = c.y + (c.s * 0.36 if c.s >= 56 else c.s / 2)
+            f'y="{coord(c.y + c.s - 3 - deck.strip)}" width="{coord(strip_w - 1)}" '
+            f'height="{coord(deck.strip)}" fill="{AXIS_COLOURS[k]}"/>'
+            for i, k in enumerate(KINDS)) if not standalone else ""
+        y = c.y + c.s * deck.number_at
         out.append(f'<g class="mrank" data-rank="{c.rank}" data-groups="{c.groups}"{tip}>'
                    f'<rect class="cell-bg" x="{coord(c.x + 1)}" y="{coord(c.y + 1)}" '
                    f'width="{coord(c.s - 2)}" height="{coord(c.s - 2)}" rx="4"/>'
@@ -55,10 +56,11 @@ def _cells(deck: Deck, standalone: bool) -> str:
     return "".join(out)
 
 
-def _frame(f: FrameView, current: int) -> list[str]:
+def _frame(deck: Deck, f: FrameView, current: int) -> list[str]:
     out = [frame_start(f.index, current, f.unit, after=f' data-axis="{f.axis}"')]
     out += [_shape(s) for s in f.shapes]
-    out.append(step_header(f.header, size=22))
+    h = deck.header
+    out.append(step_header(f.header, x=h.x, y=h.y, size=h.size))
     out.append("</g>")
     return out
 
@@ -67,7 +69,7 @@ def _shape(s) -> str:
     if isinstance(s, Text):
         return shapes.label(s)
     if isinstance(s, Rect):
-        return shapes.box(s)
+        return shapes.box(s, rx=3 if s.cls == "swatch" else 6)
     if isinstance(s, Path):
         return shapes.line(s)
     raise TypeError(s)

@@ -3,11 +3,14 @@ embed, JSON, SVG and real run."""
 
 from __future__ import annotations
 
-import textwrap
+from dataclasses import replace
 from functools import lru_cache
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.parallelism import deck as view
@@ -30,23 +33,19 @@ def mesh_style(standalone: bool) -> Markup:
     return Markup(deck_style(standalone) + render("_partials/mesh_style.css", c=colours))
 
 
-@lru_cache(maxsize=32)
-def deck_of(p: ParallelismParams):
-    return view.build_deck(traced(simulate, p))
+@memoised(DECKS)
+def deck_markup(p: ParallelismParams, frame: int, box: Box) -> Markup:
+    """The page's deck laid out for ``box``, frame ``frame`` first (cached: decks are pure
+    functions of their params and box)."""
+    return mesh_svg.render(view.build_deck(traced(simulate, p), box), frame)
 
 
-@lru_cache(maxsize=64)
-def deck_markup(p: ParallelismParams, frame: int) -> Markup:
-    """The page's deck, frame ``frame`` first (cached: decks are pure functions of params)."""
-    return mesh_svg.render(deck_of(p), frame)
-
-
-def page_view(p: ParallelismParams, trace, frame: int) -> dict:
+def page_view(p: ParallelismParams, trace, frame: int, box: Box = PAGE) -> dict:
     layout = trace.layout
     gbs = {"nvlink": p.intra_node_gbs, "infiniband": p.inter_node_gbs}
     flows = [{"flow": f, "ms": f.bytes_per_step / (gbs[f.link] * 1e9) * 1e3}
              for f in trace.flows]
-    return {"deck_svg": deck_markup(p, frame), "deck_title": view.deck_title(p),
+    return {"deck_svg": deck_markup(p, frame, box), "deck_title": view.deck_title(p),
             "flows": flows, "axis_colours": view.AXIS_COLOURS,
             "rank_rows": [{"rank": r, "node": r // p.gpus_per_node,
                            "local_rank": r % p.gpus_per_node, **layout.coords(r)}
@@ -62,9 +61,11 @@ def form_view() -> dict:
     return {"style": mesh_style(False)}
 
 
-def export_view(p: ParallelismParams, trace, frame: int) -> dict:
-    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 120)[:3])
-    return {"deck_svg": mesh_svg.render(view.build_deck(trace, only=frame), frame,
+def export_view(p: ParallelismParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    caption = caption_lines(trace.frames[frame].caption, box.width)
+    return {"deck_svg": mesh_svg.render(view.build_deck(trace, drawing, only=frame), frame,
                                         standalone=True, caption=caption,
                                         style=mesh_style(True))}
 

@@ -20,4 +20,5 @@ SCENE = Scene(
     form=form_view,
     export=export_view,
     key_slider="gpus",
+    boxed=True,
 )

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import textwrap
+from dataclasses import replace
 from urllib.parse import urlencode
 
+from markupsafe import Markup
+
+from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
+from app.scene import traced
 from app.scenes.planner import deck
+from app.scenes.planner import deck_svg as planner_svg
 from app.sim.planner.hardware import BAND, GPU_SPECS
 from app.sim.planner.launch import deepspeed_config, megatron_flags, torchtitan_toml
 from app.sim.planner.params import PlannerParams
 from app.sim.planner.ledger import ledger
+from app.sim.planner.simulate import simulate
 from app.catalog.models import PRESETS
 from app.templating import deck_style
 
@@ -76,10 +84,17 @@ def ledger_families() -> dict:
             "families": [(name, len(e), sum(e) / len(e), max(e)) for name, e in families.items()]}
 
 
-def page_view(p: PlannerParams, trace, frame: int) -> dict:
+@memoised(DECKS)
+def deck_markup(p: PlannerParams, frame: int, box: Box) -> Markup:
+    """The page's deck laid out for ``box``, showing ``frame`` first (cached: a deck is a pure
+    function of its params and box)."""
+    return planner_svg.render(deck.build_deck(traced(simulate, p), box), frame)
+
+
+def page_view(p: PlannerParams, trace, frame: int, box: Box = PAGE) -> dict:
     plan = trace.plan
     b = plan.best
-    ctx = {"deck_svg": deck.render(trace, frame), "deck_title": "Planner", "plan": plan,
+    ctx = {"deck_svg": deck_markup(p, frame, box), "deck_title": "Planner", "plan": plan,
            "band": BAND, "ledger": ledger_families(), "gpu_spec": GPU_SPECS[p.gpu],
            "top": plan.candidates[:12]}
     if b:
@@ -96,7 +111,10 @@ def form_view() -> dict:
     return {}
 
 
-def export_view(p: PlannerParams, trace, frame: int) -> dict:
-    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
-    return {"deck_svg": deck.render(trace, frame, standalone=True, caption=caption,
-                                    style=deck_style(standalone=True))}
+def export_view(p: PlannerParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    return {"deck_svg": planner_svg.render(
+        deck.build_deck(trace, drawing), frame, standalone=True,
+        caption=caption_lines(trace.frames[frame].caption, box.width),
+        style=deck_style(standalone=True))}
