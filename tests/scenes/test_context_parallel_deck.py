@@ -1,0 +1,123 @@
+"""The context-parallel deck's geometry in the boxes it is shown in (issue 27): at every step every
+label is at the box's sizes (never below the small one), inside the deck, clear of every other
+label shown with it, and a number on a chip stays inside its chip — widths measured with Pillow
+from DejaVu Sans, not with the deck's own width table. The matrix is a square left of the rank
+panel and every block lies inside it. (tests/browser/test_deck_legibility.py measures the same as
+Chromium renders it.)"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from app.draw.box import Box
+from app.draw.shapes import Path as Shape
+from app.draw.shapes import Rect, Text
+from app.scenes.context_parallel.deck import MIN_HEIGHT, MIN_WIDTH, build_deck
+from app.sim.context_parallel.params import ContextParallelParams
+from app.sim.context_parallel.simulate import simulate
+
+FONTS = Path("/usr/share/fonts/truetype/dejavu")
+
+QUERIES = [
+    {}, {"cp": 16, "seq": 64}, {"cp": 8}, {"method": "ulysses", "cp": 4, "kv_heads": 4},
+    {"method": "hybrid", "cp": 4, "ulysses": 2, "balance": "zigzag"},
+    {"method": "all_gather", "causal": False},
+]
+BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
+"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's (drawn
+wider), and larger type."""
+CASES = [(q, b) for q in QUERIES for b in BOXES] + [
+    ({"cp": 64, "seq": 256, "balance": "zigzag"}, b) for b in (Box(920, 360), Box(560, 520))]
+"""Every query in every box, and the largest ring (64 ranks, 128 chunks) in the smallest."""
+
+
+@lru_cache(maxsize=None)
+def font(bold: bool):
+    from PIL import ImageFont
+    return ImageFont.truetype(str(FONTS / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")),
+                              1000)
+
+
+@lru_cache(maxsize=None)
+def trace_of(query: tuple):
+    return simulate(ContextParallelParams(**dict(query)))
+
+
+@lru_cache(maxsize=None)
+def width(text: str, size: float, bold: bool) -> float:
+    return font(bold).getlength(text) / 1000 * size
+
+
+def extent(t: Text) -> tuple[float, float, float, float]:
+    """A label's box: DejaVu's ascent 0.76 em and descent 0.24 em round its baseline."""
+    w = width(t.text, t.size, t.weight >= 600)
+    x0 = t.x - w if t.anchor == "end" else t.x - w / 2 if t.anchor == "middle" else t.x
+    return x0, t.y - 0.76 * t.size, x0 + w, t.y + 0.24 * t.size
+
+
+def apart(a, b) -> bool:
+    return a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5 or b[3] <= a[1] + 0.5
+
+
+def texts(items) -> list[Text]:
+    return [t for t in items if isinstance(t, Text)]
+
+
+@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
+@pytest.mark.parametrize("query,box", CASES,
+                         ids=[f"{k}-{b.key}x{b.font:g}" for k, (_, b) in enumerate(CASES)])
+def test_labels_fit_stay_legible_and_apart(query, box):
+    trace = trace_of(tuple(sorted(query.items())))
+    deck = build_deck(trace, box)
+    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    assert (deck.width, deck.height) == (area.width, area.height) and deck.box == box
+    assert len(deck.frames) == len(trace.frames)
+    matrix = next(r for r in deck.base if isinstance(r, Rect) and r.cls == "blank")
+    assert matrix.w == matrix.h
+    fixed = [*deck.title_lines, *texts(deck.base), *texts(deck.legend)]
+    for frame in deck.frames:
+        panel = next(r for r in frame.items if isinstance(r, Rect) and r.cls == "panel-bg")
+        assert matrix.x + matrix.w <= panel.x, "the matrix runs under the rank panel"
+        for block in (i for i in frame.items if isinstance(i, Shape) and i.fill):
+            xs = [float(v) for v in block.d.replace("M", " ").replace("V", " ").replace(
+                "H", " ").replace("Z", " ").replace("h", " ").replace("v", " ").split()[:2]]
+            assert matrix.x - 0.06 <= xs[0] <= matrix.x + matrix.w + 0.06, block.d[:40]
+        header = Text(deck.header.x, deck.header.y, frame.header, deck.header.size, weight=700)
+        labels = [*fixed, header, *texts(frame.items), *frame.arrow_labels]
+        chips = [r for r in frame.items if isinstance(r, Rect) and r.fill and r.tip]
+        for t in labels:
+            assert t.size >= area.small - 1e-9, (t.text, t.size)
+            x0, y0, x1, y1 = extent(t)
+            assert -0.5 <= x0 and x1 <= deck.width + 0.5, (frame.index, t)
+            assert 0 <= y0 and y1 <= deck.height + 0.5, (frame.index, t)
+            if t.fill:   # a number on a chip: inside its chip
+                chip = next((c for c in chips if c.x <= t.x <= c.x + c.w
+                             and c.y <= t.y <= c.y + c.h), None)
+                assert chip is not None, t
+                assert chip.x <= x0 + 0.5 and x1 <= chip.x + chip.w + 0.5, (t, chip)
+        boxes = [extent(t) for t in labels]
+        for i, a in enumerate(boxes):
+            for j in range(i + 1, len(boxes)):
+                assert apart(a, boxes[j]), (frame.index, labels[i].text, labels[j].text)
+
+
+def test_a_small_box_drops_lines_never_shrinks_them():
+    """The softmax's numbers are drawn where the rows have room (presentation mode), and
+    otherwise stay on the rank chip's hover; the sizes are the box's in both."""
+    trace = simulate(ContextParallelParams())
+    small, large = build_deck(trace, Box(840, 240)), build_deck(trace, Box(1840, 840))
+    ring = next(k for k, f in enumerate(trace.frames) if f.phase == "ring")
+
+    def softmax(deck):
+        return [t for t in texts(deck.frames[ring].items) if t.text.startswith("q")]
+
+    assert len(softmax(large)) == 4 and not softmax(small)
+    chips = [r for r in small.frames[ring].items if isinstance(r, Rect) and r.tip]
+    assert sum("l′ =" in c.tip or "unchanged" in c.tip for c in chips) == 4
+    for deck, box in ((small, Box(840, 240)), (large, Box(1840, 840))):
+        area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+        sizes = {t.size for f in deck.frames for t in texts(f.items)}
+        assert sizes <= {area.text, area.small}, sizes
