@@ -8,7 +8,6 @@ Chromium renders it.)"""
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,8 @@ from app.draw.shapes import Rect, Text
 from app.scenes.context_parallel.deck import MIN_HEIGHT, MIN_WIDTH, build_deck
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.simulate import simulate
+from tests.scenes.label_boxes import HAVE_FONTS, extent, overlapping
 
-FONTS = Path("/usr/share/fonts/truetype/dejavu")
 
 QUERIES = [
     {}, {"cp": 16, "seq": 64}, {"cp": 8}, {"method": "ulysses", "cp": 4, "kv_heads": 4},
@@ -35,38 +34,15 @@ CASES = [(q, b) for q in QUERIES for b in BOXES] + [
 
 
 @lru_cache(maxsize=None)
-def font(bold: bool):
-    from PIL import ImageFont
-    return ImageFont.truetype(str(FONTS / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")),
-                              1000)
-
-
-@lru_cache(maxsize=None)
 def trace_of(query: tuple):
     return simulate(ContextParallelParams(**dict(query)))
-
-
-@lru_cache(maxsize=None)
-def width(text: str, size: float, bold: bool) -> float:
-    return font(bold).getlength(text) / 1000 * size
-
-
-def extent(t: Text) -> tuple[float, float, float, float]:
-    """A label's box: DejaVu's ascent 0.76 em and descent 0.24 em round its baseline."""
-    w = width(t.text, t.size, t.weight >= 600)
-    x0 = t.x - w if t.anchor == "end" else t.x - w / 2 if t.anchor == "middle" else t.x
-    return x0, t.y - 0.76 * t.size, x0 + w, t.y + 0.24 * t.size
-
-
-def apart(a, b) -> bool:
-    return a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5 or b[3] <= a[1] + 0.5
 
 
 def texts(items) -> list[Text]:
     return [t for t in items if isinstance(t, Text)]
 
 
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
+@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("query,box", CASES,
                          ids=[f"{k}-{b.key}x{b.font:g}" for k, (_, b) in enumerate(CASES)])
 def test_labels_fit_stay_legible_and_apart(query, box):
@@ -98,10 +74,7 @@ def test_labels_fit_stay_legible_and_apart(query, box):
                              and c.y <= t.y <= c.y + c.h), None)
                 assert chip is not None, t
                 assert chip.x <= x0 + 0.5 and x1 <= chip.x + chip.w + 0.5, (t, chip)
-        boxes = [extent(t) for t in labels]
-        for i, a in enumerate(boxes):
-            for j in range(i + 1, len(boxes)):
-                assert apart(a, boxes[j]), (frame.index, labels[i].text, labels[j].text)
+        assert overlapping(labels) == [], frame.index
 
 
 def test_a_small_box_drops_lines_never_shrinks_them():

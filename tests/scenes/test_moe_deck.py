@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
 from app.draw.box import Box
 from app.draw.shapes import Text
-from app.scenes.moe.deck import MIN_HEIGHT, MIN_WIDTH, build_deck
+from app.scenes.moe.deck import MIN_HEIGHT, MIN_WIDTH, build_deck, layout
 from app.scenes.moe.deck_parts import Batch
 from app.sim.moe.params import MoeParams
 from app.sim.moe.simulate import simulate
+from tests.scenes.label_boxes import HAVE_FONTS, extent, overlapping
 
-FONTS = Path("/usr/share/fonts/truetype/dejavu")
 
 QUERIES = [
     {}, {"experts": 64, "ep": 16, "tokens": 64}, {"experts": 32, "ep": 8},
@@ -33,31 +32,8 @@ RECT = re.compile(r"M([-\d.]+),([-\d.]+)h([-\d.]+)v([-\d.]+)")
 
 
 @lru_cache(maxsize=None)
-def font(bold: bool):
-    from PIL import ImageFont
-    return ImageFont.truetype(str(FONTS / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")),
-                              1000)
-
-
-@lru_cache(maxsize=None)
-def width(text: str, size: float, bold: bool) -> float:
-    return font(bold).getlength(text) / 1000 * size
-
-
-@lru_cache(maxsize=None)
 def trace_of(query: tuple):
     return simulate(MoeParams(**dict(query)))
-
-
-def extent(t: Text) -> tuple[float, float, float, float]:
-    """A label's box: DejaVu's ascent 0.76 em and descent 0.24 em round its baseline."""
-    w = width(t.text, t.size, t.weight >= 600)
-    x0 = t.x - w if t.anchor == "end" else t.x - w / 2 if t.anchor == "middle" else t.x
-    return x0, t.y - 0.76 * t.size, x0 + w, t.y + 0.24 * t.size
-
-
-def apart(a, b) -> bool:
-    return a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5 or b[3] <= a[1] + 0.5
 
 
 def inside(box, cell) -> bool:
@@ -66,11 +42,13 @@ def inside(box, cell) -> bool:
     return cx - 0.5 <= x0 and x1 <= cx + cw + 0.5 and cy - 0.5 <= y0 and y1 <= cy + ch + 0.5
 
 
-@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
+@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
 @pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
 def test_labels_fit_stay_legible_and_apart(query, box):
-    deck = build_deck(trace_of(tuple(sorted(query.items()))), box)
+    trace = trace_of(tuple(sorted(query.items())))
+    deck = build_deck(trace, box)
+    lay = layout(trace.params, trace, box)[0]
     area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
     assert (deck.width, deck.height) == (area.width, area.height) and deck.box == box
     fixed = [*deck.title_lines, *(t for t in deck.legend if isinstance(t, Text))]
@@ -87,15 +65,18 @@ def test_labels_fit_stay_legible_and_apart(query, box):
                     if t.fill:     # a number on its cell
                         assert any(inside(extent(t), r) for r in rects), (frame.index, t.text)
                 labels += item.texts
+        # the left half's labels stay in it: the table's (and the arrows' numbers) left of the
+        # bins, the matrix column's left of the rank columns
+        split = lay.split if frame.index < 4 else lay.ep_split + lay.pad * 0.5
+        for t in labels[len(fixed) + 1:]:
+            x0, _, x1, _ = extent(t)
+            assert not (x0 < split - 1 < x1), (frame.index, t.text, split)
         for t in labels:
             assert t.size >= area.small - 1e-9, (frame.index, t.text, t.size)
             x0, y0, x1, y1 = extent(t)
             assert -0.5 <= x0 and x1 <= deck.width + 0.5, (frame.index, t)
             assert 0 <= y0 and y1 <= deck.height + 0.5, (frame.index, t)
-        boxes = [extent(t) for t in labels]
-        for i, a in enumerate(boxes):
-            for j in range(i + 1, len(boxes)):
-                assert apart(a, boxes[j]), (frame.index, labels[i].text, labels[j].text)
+        assert overlapping(labels) == [], frame.index
 
 
 def test_numbers_show_where_cells_hold_them():
