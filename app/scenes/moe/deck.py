@@ -32,7 +32,7 @@ from app.scenes.moe.deck_parts import LEVELS, FrameView, Lay
 
 MIN_WIDTH, MIN_HEIGHT = 640, 320
 """The smallest box the deck is laid out for: a narrower frame (a phone) scrolls it."""
-TABLE_SHARE = 0.46
+TABLE_SHARE = 0.52
 """The router's table and its gutter take at most this share of the width (the bins the rest)."""
 MATRIX_SHARE = 0.4
 """Expert parallelism's matrix and cost column take this share of the width (the ranks the
@@ -93,7 +93,8 @@ def layout(p, trace, box: Box) -> tuple[Lay, object, object]:
     wanted = pad + labels + cols * (text_width(router.widest_number(p, trace), area.text) + 9)
     inner = area.width - 2 * pad
     split = min(wanted, pad + inner * TABLE_SHARE - small * 2) + router.arrow_gap(area)
-    return (Lay(area.width, area.height, area.text, small, pad, top.top - pad * 0.3, sub_y,
+    return (Lay(area.width, area.height, area.text, small, area.head, pad, top.top - pad * 0.3,
+                sub_y,
                 body, bottom, split, pad + inner * MATRIX_SHARE), top, legend)
 
 
@@ -134,6 +135,5 @@ def build_deck(trace, box: Box) -> MoeDeck:
     titles = tuple(Text(x, y, line, size=lay.small, anchor="end", cls="muted")
                    for x, y, line in top.title)
     return MoeDeck(int(lay.width), int(lay.height), box, deck_title(p), titles,
-                   Text(top.header_x, top.header_y, "", size=box.at_least(
-                       MIN_WIDTH, MIN_HEIGHT).head, weight=700),
+                   Text(top.header_x, top.header_y, "", size=lay.head, weight=700),
                    tuple(_legend(p, lay, legend)), tuple(frames))

@@ -45,6 +45,7 @@ class Columns:
     strip: int                 # vector entries drawn per row
     sw: float                  # width of one entry
     y1: float                  # the rows end here (the footer under)
+    size: float                # the rows' words: the label size where every row fits so
 
 
 def columns(p, trace, lay: Lay) -> Columns:
@@ -59,15 +60,17 @@ def columns(p, trace, lay: Lay) -> Columns:
     y1 = lay.bottom - t * LINE - small * 1.6
     room = y1 - rows_y
     most = max(int(trace.run.rank_rows[list(ranks)].max()), 1)
-    rh = min(t * 1.6, max(small * 1.45, room / most))
+    words = f"t{p.tokens - 1}·E{p.experts - 1}"
+    size = t if room / most >= t * 1.45 and fits(words, t, w * 0.45) else small
+    rh = min(size * 1.6, max(size * 1.45, room / most))
     rows = max(1, int(room // rh))
-    label_w = text_width(f"t{p.tokens - 1}·E{p.experts - 1}", small) + small
+    label_w = text_width(words, size) + small
     strip = min(p.token_width, STRIP_VALUES)
     sw = min(small, (w - label_w - 6) / strip)
     if sw < 3:
         strip, sw = 0, 0.0
     return Columns(ranks, tuple(x0 + k * (w + gap) for k in range(n)), w, lay.body, head_h,
-                   rows_y, rh, rows, strip, sw, y1)
+                   rows_y, rh, rows, strip, sw, y1, size)
 
 
 def _received(trace, dst: int, limit: int) -> tuple[list[tuple[int, int, int, int]], int]:
@@ -154,8 +157,8 @@ def _listed(p, trace, lay: Lay, cols: Columns, listed: dict, values: dict, colou
                 y = cols.rows_y + i * cols.rh
                 boxes[colour_of(row)].append(
                     f"M{coord(cols.x[k])},{coord(y + 2)}h5v{coord(cols.rh - 4)}h-5z")
-                texts.append(Text(cols.x[k] + small * 0.7, y + cols.rh / 2 + small * 0.35,
-                                  text_of(row), size=small))
+                texts.append(Text(cols.x[k] + small * 0.7, y + cols.rh / 2 + cols.size * 0.35,
+                                  text_of(row), size=cols.size))
                 if cols.strip:
                     _strip(boxes, values[dst][i], cols.x[k] + cols.w - cols.strip * cols.sw - 2,
                            y, cols, scale)
@@ -213,8 +216,9 @@ def matrix(p, lay: Lay, values: np.ndarray, title: str, row_word: str, col_word:
     boxes: dict[str, list[str]] = defaultdict(list)
     texts = []
     widest = str(int(values.max()))
-    n_size = next((s for s in (t, small) if fits(widest, s, cell - 6, bold=True)
-                   and cell >= s * 1.5), 0.0)
+    head = lay.head
+    n_size = next((s for s in (head, t, small) if fits(widest, s, cell - 6, bold=True)
+                   and cell >= s * (2.2 if s == head else 1.5)), 0.0)
     for i in range(ep):
         for j in range(ep):
             v = int(values[i, j])
@@ -352,11 +356,13 @@ def frame7(p, trace, lay: Lay, cols: Columns) -> list:
     items: list = [_cover(lay)]
     items += note(lay, x0, x1, ("y_t = Σ w · expert(x_t) over the kept experts",
                                 "y_t = Σ w · expert(x_t)"))
-    rh = small * 1.5
     y0 = lay.body
+    per_rank = p.tokens // p.ep
+    # the label size where the first 16 tokens' sums fit a row each, else the small one
+    size = t if (cols.y1 - y0) // (t * 1.5) >= min(p.tokens, 16) else small
+    rh = size * 1.5
     fit = int((cols.y1 - y0) // rh)
     n = p.tokens if p.tokens <= fit else max(fit - 1, 0)
-    per_rank = p.tokens // p.ep
     bodies = []
     for tok in range(n):
         terms = [f"{prob(float(r.weights[tok, s]))}·E{int(r.experts[tok, s])}"
@@ -365,7 +371,7 @@ def frame7(p, trace, lay: Lay, cols: Columns) -> list:
         shown = terms[:3] + (["…"] if len(terms) > 3 else [])
         bodies.append(f"t{tok} = " + (" + ".join(shown) if any(d.kept[tok])
                                       else "all dropped: residual only, 0"))
-    widest = max((text_width(b, small) for b in bodies), default=0.0)
+    widest = max((text_width(b, size) for b in bodies), default=0.0)
     strip = min(p.token_width, STRIP_VALUES)
     sw = min(small, (x1 - x0 - small - widest - small) / strip)
     if sw < 3:
@@ -378,7 +384,7 @@ def frame7(p, trace, lay: Lay, cols: Columns) -> list:
         y = y0 + tok * rh
         boxes[rank_colour(tok // per_rank, p.ep)].append(
             f"M{coord(x0)},{coord(y + 3)}h6v{coord(rh - 6)}h-6z")
-        texts.append(Text(x0 + small * 0.8, y + rh / 2 + small * 0.35, bodies[tok], size=small,
+        texts.append(Text(x0 + small * 0.8, y + rh / 2 + size * 0.35, bodies[tok], size=size,
                           cls="ink" if any(d.kept[tok]) else "bad-text"))
         if not any(d.kept[tok]) or not strip:
             continue
@@ -388,8 +394,8 @@ def frame7(p, trace, lay: Lay, cols: Columns) -> list:
                   value_fill((v / scale + 1.0) / 2.0))
     items.append(batch(boxes, texts))
     if p.tokens > n:
-        items.append(Text(x0 + small * 0.8, y0 + n * rh + rh / 2 + small * 0.35,
-                          f"+ {p.tokens - n} more tokens", size=small, cls="muted"))
+        items.append(Text(x0 + small * 0.8, y0 + n * rh + rh / 2 + size * 0.35,
+                          f"+ {p.tokens - n} more tokens", size=size, cls="muted"))
     error = f"{trace.run.max_abs_error:.2g}"
     line = first_fit((f"expert-parallel vs dense layer: max |difference| {error}",
                       f"EP vs dense: max |difference| {error}", f"max |diff| {error}"), t,

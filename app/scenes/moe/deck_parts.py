@@ -36,6 +36,7 @@ class Lay:
     height: float
     text: float
     small: float
+    head: float
     pad: float
     top: float
     sub_y: float
