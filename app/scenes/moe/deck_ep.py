@@ -204,7 +204,8 @@ def matrix(p, lay: Lay, values: np.ndarray, title: str, row_word: str, col_word:
     while True:
         cost_h = len(lines) * small * LINE + (small * 0.6 if lines else 0)
         size = min(col_w, lay.bottom - y0 - below - cost_h)
-        if size >= ep * 3 and size >= small * 4 or not lines:
+        # the matrix first: its counts a small label tall (where the column is that wide)
+        if size >= min(col_w, max(ep * small * 1.8, small * 4)) or not lines:
             break
         lines = lines[:-1]
     size = max(size, small * 2)
@@ -233,7 +234,7 @@ def matrix(p, lay: Lay, values: np.ndarray, title: str, row_word: str, col_word:
         items.append(Path("".join(f"M{coord(x_left + i * cell + 2)},{coord(y0 + i * cell + 2)}"
                                   f"h{coord(cell - 4)}v{coord(cell - 4)}h{coord(4 - cell)}z"
                                   for i in range(ep)), cls="ghost"))
-    step = max(1, math.ceil(small * 1.6 / cell),
+    step = max(1, math.ceil(small * 1.2 / cell),
                math.ceil((text_width(str(ep - 1), small) + small * 0.5) / cell))
     for i in range(0, ep, step):
         items.append(Rect(lay.pad, y0 + i * cell + 2, small * 0.6, max(cell - 4, 2.0),
