@@ -128,6 +128,28 @@ def captioned(drawing: str, caption: str, label: str = "", min_lines: int = 0,
     return _root(width, math.ceil(height + band), label, inner, alt)
 
 
+def banded(drawing: str, caption: str, band: float, label: str = "", alt: str = "",
+           smallest: float = 13.0) -> str:
+    """``drawing`` with ``caption`` in a band of exactly ``band`` units beneath it: a file drawn
+    for a page of a given size (``box=`` on /svg and /export) is that size. A caption too long
+    for the band is set smaller, down to ``smallest``, and beyond that ends with "…" on the
+    band's last line (the full caption stays in the file's text alternative)."""
+    width, height = root_size(drawing)
+    size = SIZE
+    lines = wrap(caption, width - 2 * MARGIN, size) if caption else []
+    while lines and band_height(len(lines), size) > band and size > smallest:
+        size -= 1
+        lines = wrap(caption, width - 2 * MARGIN, size)
+    room = max(1, int((band - PAD_TOP - PAD_BOTTOM) // (size * LINE)))
+    if len(lines) > room:
+        last = lines[room - 1]
+        while last and text_width(last + " …", size) > width - 2 * MARGIN:
+            last = last.rsplit(" ", 1)[0] if " " in last else last[:-1]
+        lines = lines[:room - 1] + [last + " …"]
+    inner = nested(drawing, 0, 0, width, height) + caption_texts(lines, height, size)
+    return _root(width, math.ceil(height + band), label, inner, alt)
+
+
 def caption_lines(caption: str, width: float) -> int:
     """How many lines ``caption`` takes under a drawing ``width`` units wide."""
     return len(wrap(caption, width - 2 * MARGIN)) if caption else 0

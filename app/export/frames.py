@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from html import escape, unescape
 
 from app.draw.deck import CAPTION_HEIGHT
-from app.export.captions import caption_lines, captioned, root_size, slide
+from app.export.captions import banded, caption_lines, captioned, root_size, slide
 from app.templating import render
 
 Progress = Callable[[int, int], None]
@@ -75,6 +75,9 @@ def frame_svg(scene, params, trace, frame: int, caption: bool = True, min_lines:
     label = step_title(scene, trace, frame, draw)
     text = caption_of(trace, frame) if caption else ""
     alt = text_alternative(draw, label, caption_of(trace, frame)) if describe else ""
+    if text and box is not None and scene.boxed:
+        # drawn for a page of the box's size (app/view.py): the file is exactly that size
+        return PROLOG + banded(draw, text, CAPTION_HEIGHT, label, alt)
     return PROLOG + captioned(draw, text, label, min_lines, alt)
 
 

@@ -81,7 +81,8 @@
     var q = questions[k];
     var head = document.createElement("p");
     head.className = "predict-question";
-    head.textContent = "Step " + k + " — " + (q ? q.question : "what will it show?");
+    // the player's count: frame k is step k + 1 (steps are counted from 1 wherever they are read)
+    head.textContent = "Step " + (k + 1) + " — " + (q ? q.question : "what will it show?");
     el.appendChild(head);
     var row = document.createElement("p");
     row.className = "predict-row";

@@ -25,9 +25,9 @@ def test_predict_hides_the_step_until_the_guess_then_reveals_it(page):
     expect(page.locator("[data-predict-toggle]")).to_have_attribute("aria-pressed", "true")
     expect(page.locator("html")).to_have_class(re.compile(r"\bpredicting\b"))
     page.keyboard.press("ArrowRight")
-    expect(page.locator("[data-k]").first).to_have_text("1")
+    expect(page.locator("[data-k]").first).to_have_text("2")          # frame 1: step 2
     prompt = page.locator(".predict-prompt")
-    expect(prompt).to_contain_text("How many elements does rank 0 send in this step?")
+    expect(prompt).to_contain_text("Step 2 — How many elements does rank 0 send in this step?")
     expect(caption(page, 1)).to_be_hidden()
     assert page.locator('svg.deck g.frame[data-frame="1"]').first.get_attribute(
         "display") == "none"
@@ -40,10 +40,10 @@ def test_predict_hides_the_step_until_the_guess_then_reveals_it(page):
         "display") is None
     page.locator(".deck-frame").click(position={"x": 5, "y": 5})
     page.keyboard.press("ArrowRight")
-    expect(page.locator("[data-k]").first).to_have_text("2")
+    expect(page.locator("[data-k]").first).to_have_text("3")
     expect(caption(page, 2)).to_be_hidden()
-    page.keyboard.press("ArrowRight")                     # reveals, stays on step 2
-    expect(page.locator("[data-k]").first).to_have_text("2")
+    page.keyboard.press("ArrowRight")                     # reveals, stays on step 3 (frame 2)
+    expect(page.locator("[data-k]").first).to_have_text("3")
     expect(caption(page, 2)).to_be_visible()
     page.keyboard.press("ArrowLeft")                      # stepping back shows what was seen
     expect(caption(page, 1)).to_be_visible()

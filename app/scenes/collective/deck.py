@@ -25,7 +25,7 @@ from app.draw.palette import BLUES, ramp, rank_colour, text_on
 from app.draw.text import text_width
 from app.scenes.collective.deck_topology import (STRIPE_LIMIT, Arrow, Label, Layout, Line, Node,
                                                  _arrows, _legend_items, _node_arcs, _taken,
-                                                 _topology, deck_title, layout)
+                                                 _topology, deck_title, headers, layout)
 from app.sim.collectives.simulate import CollectiveTrace
 
 MAX_COLUMNS = 64
@@ -251,8 +251,8 @@ def build_deck(trace: CollectiveTrace, box: Box = PAGE, upto: int | None = None)
     frames = []
     links: dict = {}  # (src, dst, lane) → arrow geometry: a schedule uses the same few links
     taken = _taken(nodes, node_font, lay)
-    n_steps = len(trace.frames) - 1
     phases = [f.phase for f in trace.frames]
+    titles = headers(trace)
     for k in range(last + 1):
         frame = trace.frames[k]
         if k == 0:
@@ -261,7 +261,6 @@ def build_deck(trace: CollectiveTrace, box: Box = PAGE, upto: int | None = None)
                      if merged else
                      tuple(cell(r, c, 0, (0, 0)) for r in range(n) for c in range(len(columns))))
             arrows: tuple[Arrow, ...] = ()
-            header = "Before the collective"
             unit = "before the collective"
         else:
             changed = ((values[k] != values[k - 1]) | (filled[k] != filled[k - 1])
@@ -275,12 +274,11 @@ def build_deck(trace: CollectiveTrace, box: Box = PAGE, upto: int | None = None)
                      tuple(cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
                            for r, c in where))
             arrows = _arrows(trace, k, lanes, radius, lay, links, taken)
-            header = f"Communication step {k} of {n_steps} · {frame.phase}"
             # the round within its phase: a ring all-reduce is n − 1 rounds of reduce-scatter,
             # then n − 1 of all-gather
             unit = (f"{frame.phase}, round {phases[:k + 1].count(frame.phase)} of "
                     f"{phases.count(frame.phase)}")
-        frames.append(FrameView(k, header, cells, arrows, unit))
+        frames.append(FrameView(k, titles[k], cells, arrows, unit))
 
     # a label every row while the type fits in one, else every 2nd, 4th or 8th row: fewer
     # labels at a legible size, never shrunken ones

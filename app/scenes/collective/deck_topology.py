@@ -106,16 +106,21 @@ def _legend_items(trace: CollectiveTrace) -> list[tuple[str, str]]:
 
 
 
+def headers(trace) -> list[str]:
+    """Each frame's header: "Before the collective", then "Communication step k of N · phase"
+    (the collective's own steps, named apart from the player's "step")."""
+    n_steps = len(trace.frames) - 1
+    return ["Before the collective"] + [
+        f"Communication step {k} of {n_steps} · {f.phase}" for k, f in enumerate(trace.frames) if k]
+
+
 def layout(trace: CollectiveTrace, box: Box) -> Layout:
     """The regions of the deck in ``box`` (see :class:`Layout`)."""
     p = trace.params
     area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
     width, height = area.width, area.height
     pad, text, small = area.pad, area.text, area.small
-    n_steps = len(trace.frames) - 1
-    headers = ["Before the collective"] + [
-        f"Step {k} of {n_steps} · {f.phase}" for k, f in enumerate(trace.frames) if k]
-    top = heading(area, headers, deck_title(p))
+    top = heading(area, headers(trace), deck_title(p))
     legend = legend_rows(area, [t for _, t in _legend_items(trace)])
     body_top, body_bottom = top.top, legend.top - pad * 0.6
     # the topology: as tall as the body, a little wider (the machines' labels sit beside the
