@@ -212,11 +212,14 @@ def build_deck(trace, box: Box) -> CpDeck:
         items: list = []
         current: list = []
         step = frame.source          # the simulation's step: per rank arrays and tuples
+        outlines = []
         for colour, blocks in _computed_blocks(p, mat, frame, step).items():
             d = "".join(mat.cell_path(qc, kc) for qc, kc in sorted(blocks))
             if d:
                 items.append(Path(d, fill=colour, cls="filled" if mat.cell >= 8 else ""))
-                current.append(Path(d, cls="changed-box"))
+                outlines.append(d)
+        if outlines:     # the step's blocks outlined while it is current: one path for all
+            current.append(Path("".join(outlines), cls="changed-box"))
         done += np.array(step.unmasked)
         items.append(Rect(lay.px0, lay.top - lay.pad * 0.3, area.width - lay.px0,
                           lay.bottom - lay.top + lay.pad * 0.3, cls="panel-bg"))

@@ -193,7 +193,10 @@ def rank_panel(p, trace, rows: Rows, k: int, done: np.ndarray, total: np.ndarray
         colour = rank_colour(r, p.cp)
         what = doing(p, trace, frame, rf)
         soft = softmax_text(rf) if rf.rows else ""
-        tip = f"rank {r}: tokens {spans(rs.tokens)} · {what}" + (f" · {soft}" if soft else "")
+        # the hover tells what the row leaves out (nothing when it shows it all)
+        hidden = ([] if rows.doing_size else [what]) + ([soft] if soft and not rows.softmax_dy
+                                                        else [])
+        tip = f"rank {r}: " + " · ".join(hidden) if hidden else ""
         items.append(Rect(rows.chip_x, y + t * 0.35, rows.chip_w, t * 1.35, fill=colour,
                           tip=tip))
         items.append(Text(rows.chip_x + rows.chip_w / 2, base, str(r), size=t, anchor="middle",
