@@ -56,6 +56,8 @@ def test_labels_fit_stay_legible_and_apart(query, box):
         header = Text(deck.header.x, deck.header.y, frame.header, deck.header.size, weight=700)
         labels = [*fixed, header, *frame.arrow_labels]
         for item in frame.items:
+            if hasattr(item, "w"):     # a rectangle: never of a negative size (Chromium refuses it)
+                assert item.w >= 0 and item.h >= 0, (frame.index, item)
             if isinstance(item, Text):
                 labels.append(item)
             elif isinstance(item, Batch) and not (item.dx or item.dy):

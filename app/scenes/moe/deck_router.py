@@ -218,14 +218,15 @@ def bins(p, trace, lay: Lay) -> Bins:
     E, ep, small = p.experts, p.ep, lay.small
     d = trace.drops
     per_rank = E * ep <= SUB_COLUMNS
-    gap = lay.pad * 0.8 if ep <= 16 and E <= 64 else 0.0
+    x0, x1 = lay.split, lay.width - lay.pad
+    # the gaps between the ranks' groups take at most a quarter of the width
+    gap = min(lay.pad * 0.8, (x1 - x0) * 0.25 / max(ep - 1, 1)) if ep <= 16 and E <= 64 else 0.0
     inner = 3.0 if E <= 64 else 0.6
     counts = d.load if per_rank else d.load.sum(axis=0, keepdims=True)
     cap = d.capacity if d.capacity is not None else 0
     top = max(int(counts.max()), cap * (1 if per_rank else ep), 1)
     y0, y1 = lay.body + small * 1.7, lay.bottom - small * 3.6
     unit = (y1 - y0) / top
-    x0, x1 = lay.split, lay.width - lay.pad
     for ticks in (False, True):
         if ticks:
             x0 = lay.split + text_width(str(top), small) + small * 0.8
@@ -321,7 +322,8 @@ def bin_axes(p, lay: Lay, bins: Bins) -> list:
     for r in range(groups):
         x0 = bins.expert_x[r * per_ep]
         x1 = bins.expert_x[(r + 1) * per_ep - 1] + bins.expert_w - 3
-        items.append(Rect(x0, y1 + small * 1.8, x1 - x0, 5, rank_colour(r, ep), tip=f"rank {r}"))
+        items.append(Rect(x0, y1 + small * 1.8, max(x1 - x0, 1.0), 5, rank_colour(r, ep),
+                          tip=f"rank {r}"))
         label = next((t for t in (f"rank {r}", str(r)) if fits(t, small, x1 - x0)), "")
         if label:
             items.append(Text((x0 + x1) / 2, y1 + small * 3.3, label, size=small,
