@@ -72,7 +72,9 @@ def test_a_killed_servers_job_dies_with_it_and_its_folders_are_cleaned(pool, tmp
         _, alive = psutil.wait_procs(family, timeout=10)
         alive = [p.pid for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
         assert alive == [], "the job outlived its server"
-        assert set(folders) <= set(clean_orphans())
+        assert all(f.exists() for f in folders)        # a SIGKILL runs no clean-up of its own
+        clean_orphans()       # as the next runner's start does (another one, started meanwhile
+        #                       by a parallel test run, may have done it first: either way)
         assert not any(f.exists() for f in folders)
     finally:
         for proc in _ranks(server.pid) if server.poll() is None else []:
