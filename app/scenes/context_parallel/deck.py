@@ -12,10 +12,11 @@ row fills in cp steps while rank 0 is done after one; with zigzag every rank add
 each step. All-to-all groups (Ulysses, hybrid) compute the same blocks for different heads: a
 group's blocks take the colour of its first rank and the legend says so.
 
-Right, redrawn each frame (:mod:`.deck_panel`): a row per rank — the tokens it holds, what it
-holds or receives this step, and the online softmax of one of its query rows with the real
-numbers; arrows show the step's transfers; under the rows, the scores each rank has computed so
-far, as bars. The last frame puts a few output numbers beside plain attention's.
+Right, redrawn each frame (laid out by :mod:`.deck_rows`, drawn by :mod:`.deck_panel`): a row
+per rank — the tokens it holds, what it holds or receives this step, and the online softmax of
+one of its query rows with the real numbers; arrows show the step's transfers; under the rows,
+the scores each rank has computed so far, as bars. The last frame puts a few output numbers
+beside plain attention's.
 
 Sizes come from the box and the texts: the matrix is a square as tall as the drawing (at most
 :data:`MATRIX_SHARE` of its width), the rank rows' columns as wide as their widest texts over
@@ -37,6 +38,7 @@ from app.draw.palette import rank_colour
 from app.draw.shapes import Arrow, Path, Rect, Text
 from app.draw.text import fits, text_width
 from app.scenes.context_parallel import deck_panel as panel
+from app.scenes.context_parallel import deck_rows
 from app.sim.context_parallel.captions import METHOD_NAMES
 
 MIN_WIDTH, MIN_HEIGHT = 640, 320
@@ -95,7 +97,7 @@ class Layout:
     msize: float
     px0: float                   # the right panel's left edge (its background from here)
     px1: float
-    rows: panel.Rows
+    rows: deck_rows.Rows
 
 
 class _Matrix:
@@ -190,7 +192,7 @@ def layout(p, trace, box: Box, headers, title: str) -> tuple[Layout, object, obj
     mx0 = pad + strip_col + 4
     msize = max(small * 4, min(bottom - my0, area.width * MATRIX_SHARE))
     px0 = mx0 + msize + pad * 0.6
-    rows = panel.rows_layout(p, trace, area, px0 + pad * 0.4, area.width - pad, top.top,
+    rows = deck_rows.rows_layout(p, trace, area, px0 + pad * 0.4, area.width - pad, top.top,
                              bottom)
     lay = Layout(area.text, small, pad, top.top, bottom, mx0, my0, msize, px0,
                  area.width - pad, rows)

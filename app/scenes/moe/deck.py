@@ -1,13 +1,13 @@
 """The MoE scene as drawable geometry: one MoE layer's forward pass in eight layered frames, laid
 out for its box (app/draw/box.py, docs/legibility.md).
 
-Frames 0–3, the router (:mod:`.deck_router`): the token × expert table on the left — logits,
-softmax probabilities with their mean P̄, the top-k choice with its gate weights — and the
-experts' bins on the right, grouped by the expert-parallel rank that holds them, filling with
-the assignments, then the capacity line and the dropped slots. Frames 4–7, expert parallelism
-(:mod:`.deck_ep`), cover that drawing: the ep × ep dispatch matrix and the all-to-all's cost on
-the left, a column per rank on the right — the token vectors it receives, its experts'
-outputs, the combine back, the weighted sum.
+Frames 0–3, the router (:mod:`.deck_router`, :mod:`.deck_bins`): the token × expert table on
+the left — logits, softmax probabilities with their mean P̄, the top-k choice with its gate
+weights — and the experts' bins on the right, grouped by the expert-parallel rank that holds
+them, filling with the assignments, then the capacity line and the dropped slots. Frames 4–7,
+expert parallelism (:mod:`.deck_ep`, :mod:`.deck_columns`), cover that drawing: the ep × ep
+dispatch matrix and the all-to-all's cost on the left, a column per rank on the right — the
+token vectors it receives, its experts' outputs, the combine back, the weighted sum.
 
 The step's header and the title take the top (app/draw/layout.py ``heading``), a line of notes
 under them each half's own, the legend the bottom rows; between them the table is as wide as
@@ -26,7 +26,8 @@ from app.draw.layout import heading, legend_rows
 from app.draw.palette import rank_colour
 from app.draw.shapes import Rect, Text
 from app.draw.text import text_width
-from app.scenes.moe import deck_ep as ep_frames
+from app.scenes.moe import deck_bins as bin_frames
+from app.scenes.moe import deck_columns, deck_ep
 from app.scenes.moe import deck_router as router
 from app.scenes.moe.deck_parts import LEVELS, FrameView, Lay
 
@@ -114,22 +115,22 @@ def _legend(p, lay: Lay, legend) -> list:
 def build_deck(trace, box: Box) -> MoeDeck:
     p = trace.params
     lay, top, legend = layout(p, trace, box)
-    tab, bins, cols = router.table(p, trace, lay), router.bins(p, trace, lay), ep_frames.columns(
-        p, trace, lay)
-    arrows, labels = router.arrows(p, trace, lay, tab, bins)
+    tab, bins = router.table(p, trace, lay), bin_frames.bins(p, trace, lay)
+    cols = deck_columns.columns(p, trace, lay)
+    arrows, labels = bin_frames.arrows(p, trace, lay, tab, bins)
     frames = [
         FrameView(0, HEADERS[0], tuple(router.frame0(p, trace, lay, tab)
-                                       + router.bin_preview(p, trace, lay, bins))),
+                                       + bin_frames.bin_preview(p, trace, lay, bins))),
         FrameView(1, HEADERS[1], tuple(router.frame1(p, trace, lay, tab))),
         FrameView(2, HEADERS[2], tuple(router.frame2(p, trace, lay, tab)
-                                       + router.bin_frame(p, trace, lay, bins, False)
-                                       + router.arrow_slots(p, trace, tab, bins)),
+                                       + bin_frames.bin_frame(p, trace, lay, bins, False)
+                                       + bin_frames.arrow_slots(p, trace, tab, bins)),
                   arrows, arrow_labels=labels),
-        FrameView(3, HEADERS[3], tuple(router.bin_frame(p, trace, lay, bins, True))),
-        FrameView(4, HEADERS[4], tuple(ep_frames.frame4(p, trace, lay, cols))),
-        FrameView(5, HEADERS[5], tuple(ep_frames.frame5(p, trace, lay, cols))),
-        FrameView(6, HEADERS[6], tuple(ep_frames.frame6(p, trace, lay, cols))),
-        FrameView(7, HEADERS[7], tuple(ep_frames.frame7(p, trace, lay, cols))),
+        FrameView(3, HEADERS[3], tuple(bin_frames.bin_frame(p, trace, lay, bins, True))),
+        FrameView(4, HEADERS[4], tuple(deck_ep.frame4(p, trace, lay, cols))),
+        FrameView(5, HEADERS[5], tuple(deck_ep.frame5(p, trace, lay, cols))),
+        FrameView(6, HEADERS[6], tuple(deck_ep.frame6(p, trace, lay, cols))),
+        FrameView(7, HEADERS[7], tuple(deck_ep.frame7(p, trace, lay, cols))),
     ]
     frames = [replace(f, unit=UNITS[f.index]) for f in frames]
     titles = tuple(Text(x, y, line, size=lay.small, anchor="end", cls="muted")

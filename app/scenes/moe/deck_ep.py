@@ -7,14 +7,13 @@ the weighted sum (7).
 The matrix's counts show where a cell holds them at the label or the small size; the cost's
 lines wrap to the matrix's column and the last ones are left out where the column is short; a
 rank column lists as many rows as fit a small label tall and counts the rest; beyond
-:data:`RANK_COLUMNS` ranks the first four columns are drawn.
+:data:`.deck_columns.RANK_COLUMNS` ranks the first four columns are drawn.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,171 +22,12 @@ from app.draw.layout import LINE
 from app.draw.palette import rank_colour, text_on
 from app.draw.shapes import Path, Rect, Text
 from app.draw.text import fits, text_width, wrap
+from app.scenes.moe.deck_columns import (STRIP_VALUES, Columns, column_headers, expert_rows,
+                                         listed_rows, returned, rows_frame, shown_rows,
+                                         vector_scale)
 from app.scenes.moe.deck_parts import Lay, batch, cells, first_fit, note, value_fill
 from app.scenes.moe.deck_router import prob
 from app.sim.moe.captions import human_bytes, num
-from app.sim.moe.dispatch import expert_mlp
-
-RANK_COLUMNS = 8
-STRIP_VALUES = 16
-
-
-@dataclass(frozen=True)
-class Columns:
-    ranks: tuple[int, ...]
-    x: tuple[float, ...]
-    w: float
-    y0: float                  # the headers' top
-    head_h: float
-    rows_y: float              # the first row's top
-    rh: float
-    rows: int                  # rows listed per column
-    strip: int                 # vector entries drawn per row
-    sw: float                  # width of one entry
-    y1: float                  # the rows end here (the footer under)
-    size: float                # the rows' words: the label size where every row fits so
-
-
-def columns(p, trace, lay: Lay) -> Columns:
-    t, small = lay.text, lay.small
-    ranks = tuple(range(p.ep if p.ep <= RANK_COLUMNS else 4))
-    n = len(ranks)
-    x0, x1 = lay.ep_split + lay.pad, lay.width - lay.pad
-    gap = small * 0.7
-    w = (x1 - x0 - gap * (n - 1)) / n
-    head_h = t * 1.5
-    rows_y = lay.body + head_h + small * 0.4
-    y1 = lay.bottom - t * LINE - small * 1.6
-    room = y1 - rows_y
-    most = max(int(trace.run.rank_rows[list(ranks)].max()), 1)
-    words = f"t{p.tokens - 1}·E{p.experts - 1}"
-    size = t if room / most >= t * 1.45 and fits(words, t, w * 0.45) else small
-    rh = min(size * 1.6, max(size * 1.45, room / most))
-    rows = max(1, int(room // rh))
-    label_w = text_width(words, size) + small
-    strip = min(p.token_width, STRIP_VALUES)
-    sw = min(small, (w - label_w - 6) / strip)
-    if sw < 3:
-        strip, sw = 0, 0.0
-    return Columns(ranks, tuple(x0 + k * (w + gap) for k in range(n)), w, lay.body, head_h,
-                   rows_y, rh, rows, strip, sw, y1, size)
-
-
-def _received(trace, dst: int, limit: int) -> tuple[list[tuple[int, int, int, int]], int]:
-    """The first ``limit`` (src, token, slot, expert) rows rank ``dst`` receives, in its
-    receive order, and how many it receives in all."""
-    out, total = [], 0
-    for src, row in enumerate(trace.run.sent):
-        t, slot, e = row[dst]
-        total += len(t)
-        room = limit - len(out)
-        if room > 0:
-            out += [(src, int(a), int(b), int(c)) for a, b, c in
-                    zip(t[:room].tolist(), slot[:room].tolist(), e[:room].tolist())]
-    return out, total
-
-
-def _returned(trace, home: int, ep: int, limit: int) -> tuple[list, int]:
-    """The first ``limit`` (expert rank, token, slot, expert) results coming back to rank
-    ``home`` in the combine, and how many come back in all."""
-    out, total = [], 0
-    for dst in range(ep):
-        t, slot, e = trace.run.sent[home][dst]
-        total += len(t)
-        room = limit - len(out)
-        if room > 0:
-            out += [(dst, int(a), int(b), int(c)) for a, b, c in
-                    zip(t[:room].tolist(), slot[:room].tolist(), e[:room].tolist())]
-    return out, total
-
-
-def _strip(boxes, values, x: float, y: float, cols: Columns, scale: float) -> None:
-    """A vector's first entries, −scale (palest) … +scale (darkest)."""
-    for i in range(cols.strip):
-        v = float(values[i])
-        cells(boxes, x + i * cols.sw, y + 2, cols.sw - 0.6, cols.rh - 4,
-              value_fill((v / scale + 1.0) / 2.0))
-
-
-def _expert_rows(trace, rows) -> np.ndarray:
-    """expert_e(x_t) of the listed (…, token, slot, expert) rows, (rows, hidden)."""
-    x, w_in, w_out = trace.inputs.x, trace.inputs.w_in, trace.inputs.w_out
-    out = np.zeros((len(rows), x.shape[1]))
-    for i, row in enumerate(rows):
-        t, e = row[1], row[3]
-        out[i] = expert_mlp(x[t][None, :], w_in[e], w_out[e])[0]
-    return out
-
-
-def _scale(values: np.ndarray) -> float:
-    return float(np.abs(values).max(initial=0.0)) or 1.0
-
-
-def _column_headers(p, lay: Lay, cols: Columns, options) -> list:
-    items = []
-    per_ep = p.experts // p.ep
-    for k, r in enumerate(cols.ranks):
-        fill = rank_colour(r, p.ep)
-        items.append(Rect(cols.x[k], cols.y0, cols.w, cols.head_h, fill))
-        for size in (lay.text, lay.small):
-            label = first_fit(options(r, per_ep), size, cols.w - 8, bold=True)
-            if label:
-                items.append(Text(cols.x[k] + cols.w / 2, cols.y0 + cols.head_h / 2 + size * 0.35,
-                                  label, size=size, anchor="middle", cls="", weight=700,
-                                  fill=text_on(fill)))
-                break
-    return items
-
-
-def _listed(p, trace, lay: Lay, cols: Columns, listed: dict, values: dict, colour_of,
-            text_of, fly: bool) -> list:
-    """Each column's rows (a sender's chip, its words, the vector's strip), and how many more."""
-    items: list = []
-    small = lay.small
-    scale = max((_scale(v) for v in values.values()), default=1.0)
-    for k, dst in enumerate(cols.ranks):
-        total, shown = listed[dst]
-        by_src: dict[int, list] = defaultdict(list)
-        for i, row in enumerate(shown):
-            by_src[row[0]].append((i, row))
-        for src, group in by_src.items():
-            boxes: dict[str, list[str]] = defaultdict(list)
-            texts = []
-            for i, row in group:
-                y = cols.rows_y + i * cols.rh
-                boxes[colour_of(row)].append(
-                    f"M{coord(cols.x[k])},{coord(y + 2)}h5v{coord(cols.rh - 4)}h-5z")
-                texts.append(Text(cols.x[k] + small * 0.7, y + cols.rh / 2 + cols.size * 0.35,
-                                  text_of(row), size=cols.size))
-                if cols.strip:
-                    _strip(boxes, values[dst][i], cols.x[k] + cols.w - cols.strip * cols.sw - 2,
-                           y, cols, scale)
-            dx = (cols.x[cols.ranks.index(src)] - cols.x[k]
-                  if fly and src != dst and src in cols.ranks else 0.0)
-            items.append(batch(boxes, texts, dx=dx))
-        if total > len(shown):
-            y = cols.rows_y + len(shown) * cols.rh + cols.rh / 2 + small * 0.35
-            more = first_fit((f"+ {total - len(shown)} more rows", f"+ {total - len(shown)}"),
-                             small, cols.w - small)
-            items.append(Text(cols.x[k] + small * 0.7, y, more, size=small, cls="muted"))
-    return items
-
-
-def _shown(cols: Columns, rows: list, total: int) -> list:
-    return rows[:cols.rows if total <= cols.rows else cols.rows - 1]
-
-
-def _rows_frame(p, trace, lay: Lay, cols: Columns, outputs: bool) -> list:
-    """Frame 4 (the token vectors each rank receives) or 5 (its experts' outputs)."""
-    x = trace.inputs.x
-    listed = {}
-    for dst in cols.ranks:
-        rows, total = _received(trace, dst, cols.rows)
-        listed[dst] = (total, _shown(cols, rows, total))
-    values = {dst: (_expert_rows(trace, shown) if outputs else x[[row[1] for row in shown]])
-              for dst, (_, shown) in listed.items()}
-    return _listed(p, trace, lay, cols, listed, values, lambda row: rank_colour(row[0], p.ep),
-                   lambda row: f"t{row[1]}·E{row[3]}", fly=not outputs)
 
 
 def matrix(p, lay: Lay, values: np.ndarray, title: str, row_word: str, col_word: str,
@@ -294,10 +134,10 @@ def frame4(p, trace, lay: Lay, cols: Columns) -> list:
     items += note(lay, cols.x[0], lay.width - lay.pad, (
         "rows each rank receives: token · expert, then its vector",
         "rows received: token · expert", "rows received"))
-    items += _column_headers(p, lay, cols, lambda r, per: (
+    items += column_headers(p, lay, cols, lambda r, per: (
         f"rank {r} · E{r * per}–{(r + 1) * per - 1}" if per > 1 else f"rank {r} · E{r}",
         f"rank {r}", f"r{r}", str(r)))
-    items += _rows_frame(p, trace, lay, cols, outputs=False)
+    items += rows_frame(p, trace, lay, cols, outputs=False)
     return items + _shown_note(p, lay, cols)
 
 
@@ -308,10 +148,10 @@ def frame5(p, trace, lay: Lay, cols: Columns) -> list:
     items: list = [_cover(lay)]
     items += note(lay, cols.x[0], lay.width - lay.pad, (
         "each rank's experts run on what it received: outputs", "the experts' outputs"))
-    items += _column_headers(p, lay, cols, lambda r, per: (
+    items += column_headers(p, lay, cols, lambda r, per: (
         f"rank {r}: {int(rows[r])} rows" + (" — busiest" if rows[r] == busiest else ""),
         f"rank {r}: {int(rows[r])}", f"{int(rows[r])}", ""))
-    items += _rows_frame(p, trace, lay, cols, outputs=True)
+    items += rows_frame(p, trace, lay, cols, outputs=True)
     bar_y = cols.y1 + small * 0.3
     for k, r in enumerate(cols.ranks):
         w = cols.w * rows[r] / max(busiest, 1)
@@ -335,15 +175,15 @@ def frame6(p, trace, lay: Lay, cols: Columns) -> list:
     items += note(lay, cols.x[0], lay.width - lay.pad, (
         "results back on each token's rank: expert · token", "results back: expert · token",
         "results back"))
-    items += _column_headers(p, lay, cols, lambda r, per: (f"rank {r}: its tokens' results",
+    items += column_headers(p, lay, cols, lambda r, per: (f"rank {r}: its tokens' results",
                                                            f"rank {r}", f"r{r}", str(r)))
     experts_per = p.experts // p.ep
     listed = {}
     for home in cols.ranks:
-        rows, total = _returned(trace, home, p.ep, cols.rows)
-        listed[home] = (total, _shown(cols, rows, total))
-    values = {h: _expert_rows(trace, shown) for h, (_, shown) in listed.items()}
-    items += _listed(p, trace, lay, cols, listed, values,
+        rows, total = returned(trace, home, p.ep, cols.rows)
+        listed[home] = (total, shown_rows(cols, rows, total))
+    values = {h: expert_rows(trace, shown) for h, (_, shown) in listed.items()}
+    items += listed_rows(p, trace, lay, cols, listed, values,
                      lambda row: rank_colour(row[3] // experts_per, p.ep),
                      lambda row: f"E{row[3]}·t{row[1]}", fly=True)
     return items + _shown_note(p, lay, cols)
@@ -380,7 +220,7 @@ def frame7(p, trace, lay: Lay, cols: Columns) -> list:
     boxes: dict[str, list[str]] = defaultdict(list)
     texts = []
     out = trace.run.output
-    scale = _scale(out[:n, :strip]) if strip else 1.0
+    scale = vector_scale(out[:n, :strip]) if strip else 1.0
     for tok in range(n):
         y = y0 + tok * rh
         boxes[rank_colour(tok // per_rank, p.ep)].append(
