@@ -8,7 +8,7 @@ neighbouring bars of the same kind that touch within half a pixel are merged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Protocol
@@ -80,7 +80,11 @@ class LaneChart:
 
 def lane_chart(spans: Sequence[Timed], lanes: tuple[str, ...], *, title: str = "",
                width: int = 1200, left: float = 150, row_h: float = 34, label_min: float = 70,
-               end_us: float | None = None, top: float | None = None) -> LaneChart:
+               end_us: float | None = None, top: float | None = None,
+               fit: Callable[[str, float], str] | None = None) -> LaneChart:
+    """``fit(name, width)``: the label a bar ``width`` units wide shows of its ``name`` ("":
+    none); by default the name cut to fit at 13 px (a deck laid out for its box passes its own:
+    a label at its box's size, or none)."""
     top = top if top is not None else (40.0 if title else 12.0)
     right = width - 20.0
     end = end_us if end_us is not None else max((s.end_us for s in spans), default=1.0)
@@ -106,7 +110,7 @@ def lane_chart(spans: Sequence[Timed], lanes: tuple[str, ...], *, title: str = "
             text = first.detail if len(group) == 1 else f"{len(group)} tasks: {first.detail} … {last.detail}"
             duration = last.end_us - first.start_us
             name = first.name.split(" (")[0] if len(group) == 1 else _common(group)
-            label = _fit(name, x1 - x0, label_min)
+            label = fit(name, x1 - x0) if fit else _fit(name, x1 - x0, label_min)
             bars.append(Bar(round(x0, 2), ys[lane], round(max(x1 - x0, 0.8), 2), row_h, colour,
                             text_on(colour), label, f"{text} · {human_time_us(duration)}"))
             if kind not in kinds_seen:

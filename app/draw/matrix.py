@@ -83,17 +83,19 @@ class MatrixView:
 
 
 def number_texts(values: np.ndarray, cell_w: float, font: float,
-                 integral: bool | None = None) -> tuple[list[str], float] | None:
+                 integral: bool | None = None,
+                 min_font: float = MIN_NUMBER_FONT) -> tuple[list[str], float] | None:
     """Every value of ``values`` as text, and the font that fits the widest in ``cell_w``:
     integers as they are, other numbers with two decimals when that still reads at 15 px, else
-    one; None when even that needs a font under MIN_NUMBER_FONT. ``integral`` decides the
-    format for several matrices at once (every rank's copy of an operand)."""
+    one; None when even that needs a font under ``min_font`` (a deck laid out for its box
+    passes its small size). ``integral`` decides the format for several matrices at once
+    (every rank's copy of an operand)."""
     flat = values.reshape(-1).tolist()
     room = cell_w - 8
     if integral is None:
         integral = all(abs(v - round(v)) < 1e-9 for v in flat)
-    for decimals, smallest in (((0, MIN_NUMBER_FONT),) if integral
-                               else ((2, 16.0), (1, MIN_NUMBER_FONT))):
+    for decimals, smallest in (((0, min_font),) if integral
+                               else ((2, max(16.0, min_font)), (1, min_font))):
         texts = [fixed(v, decimals) for v in flat]  # (no "−0.0")
         fits = min(font, room / (max(len(t) for t in texts) * DIGIT_EM))
         if fits >= smallest:
@@ -126,8 +128,10 @@ def _block_means(stack: np.ndarray, row_starts: np.ndarray, col_starts: np.ndarr
 def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: float,
          cell_h: float, lo: float, hi: float, colour: Callable[[int, float], str], *,
          budget: int, title: str = "", numbers: bool = True, head_gap: float = 10.0,
-         integral: bool | None = None, font_cap: float = MAX_NUMBER_FONT) -> MatrixView:
-    """Geometry of one matrix (2-D) or a row of matrices (3-D: heads side by side).
+         integral: bool | None = None, font_cap: float = MAX_NUMBER_FONT,
+         min_font: float = MIN_NUMBER_FONT, max_font: float = MAX_NUMBER_FONT) -> MatrixView:
+    """Geometry of one matrix (2-D) or a row of matrices (3-D: heads side by side); its numbers
+    between ``min_font`` and ``max_font`` (or none).
 
     ``colour(source, depth)`` gives the fill of a cell from ``source`` with depth in [0, 1];
     ``lo``/``hi``: the value range that maps to depth 0 and 1 (shared by every rank's copy)."""
@@ -147,9 +151,9 @@ def draw(values: np.ndarray, sources: np.ndarray, x: float, y: float, cell_w: fl
     bw, bh = cols * cell_w / n_cols, rows * cell_h / n_rows
     gap = 1.0 if min(bw, bh) >= 6 else 0.0
     span = hi - lo
-    font = min(MAX_NUMBER_FONT, bh * 0.52, font_cap)
-    fitted = (number_texts(shown, bw, font, integral) if numbers and exact and bw >= 20
-              and font >= MIN_NUMBER_FONT else None)
+    font = min(max_font, bh * 0.52, font_cap)
+    fitted = (number_texts(shown, bw, font, integral, min_font) if numbers and exact and bw >= 20
+              and font >= min_font else None)
     texts, font = fitted if fitted else (None, font)
     cell_paths, cell_spans = _grid(heads, n_rows, n_cols, cols * cell_w + head_gap, bw, bh, gap)
     # a cell's colour: its source's hue at one of LEVELS depths (pale: lo … deep: hi)

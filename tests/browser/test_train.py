@@ -40,6 +40,9 @@ def test_the_deck_steps_through_one_training_step(page):
 
 
 def test_a_layout_slider_redraws_the_step(page):
+    # 16 ranks are each named where the deck's box has room for it (the page at 1920 × 1080;
+    # a smaller box names every second one, docs/legibility.md)
+    page.set_viewport_size({"width": 1920, "height": 1080})
     page.goto(page.base + "/train?tp=2&cp=1&pp=2&dp=2&ep=2")
     slider = page.locator("#f-pp")
     with page.expect_response(re.compile(r"/train\?.*pp=4")):

@@ -7,8 +7,6 @@ Chromium renders it.)"""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 
 from app.draw.box import Box
@@ -17,36 +15,32 @@ from app.draw.shapes import Rect, Text
 from app.scenes.context_parallel.deck import MIN_HEIGHT, MIN_WIDTH, build_deck
 from app.sim.context_parallel.params import ContextParallelParams
 from app.sim.context_parallel.simulate import simulate
-from tests.scenes.label_boxes import HAVE_FONTS, extent, overlapping
-
+from tests.scenes.deck_boxes import BOXES, label_box, overlapping, tracer
+from tests.scenes.test_memory_deck import FONTS
 
 QUERIES = [
     {}, {"cp": 16, "seq": 64}, {"cp": 8}, {"method": "ulysses", "cp": 4, "kv_heads": 4},
     {"method": "hybrid", "cp": 4, "ulysses": 2, "balance": "zigzag"},
     {"method": "all_gather", "causal": False},
 ]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
-"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's (drawn
-wider), and larger type."""
 CASES = [(q, b) for q in QUERIES for b in BOXES] + [
     ({"cp": 64, "seq": 256, "balance": "zigzag"}, b) for b in (Box(920, 360), Box(560, 520))]
 """Every query in every box, and the largest ring (64 ranks, 128 chunks) in the smallest."""
 
 
-@lru_cache(maxsize=None)
-def trace_of(query: tuple):
-    return simulate(ContextParallelParams(**dict(query)))
+trace_of = tracer(simulate, ContextParallelParams)
+
 
 
 def texts(items) -> list[Text]:
     return [t for t in items if isinstance(t, Text)]
 
 
-@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
+@pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(), reason="DejaVu Sans not installed")
 @pytest.mark.parametrize("query,box", CASES,
                          ids=[f"{k}-{b.key}x{b.font:g}" for k, (_, b) in enumerate(CASES)])
 def test_labels_fit_stay_legible_and_apart(query, box):
-    trace = trace_of(tuple(sorted(query.items())))
+    trace = trace_of(query)
     deck = build_deck(trace, box)
     area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
     assert (deck.width, deck.height) == (area.width, area.height) and deck.box == box
@@ -66,7 +60,7 @@ def test_labels_fit_stay_legible_and_apart(query, box):
         chips = [r for r in frame.items if isinstance(r, Rect) and r.fill]
         for t in labels:
             assert t.size in (area.small, area.text, area.head), (t.text, t.size)   # the box's
-            x0, y0, x1, y1 = extent(t)
+            x0, y0, x1, y1 = label_box(t)
             assert -0.5 <= x0 and x1 <= deck.width + 0.5, (frame.index, t)
             assert 0 <= y0 and y1 <= deck.height + 0.5, (frame.index, t)
             if t.fill:   # a number on a chip: inside its chip

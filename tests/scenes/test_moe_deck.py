@@ -8,9 +8,6 @@ test_deck_legibility.py measures the same as Chromium renders it.)"""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-
-import pytest
 
 from app.draw.box import Box
 from app.draw.shapes import Text
@@ -18,22 +15,17 @@ from app.scenes.moe.deck import MIN_HEIGHT, MIN_WIDTH, build_deck, layout
 from app.scenes.moe.deck_parts import Batch
 from app.sim.moe.params import MoeParams
 from app.sim.moe.simulate import simulate
-from tests.scenes.label_boxes import HAVE_FONTS, extent, overlapping
-
+from tests.scenes.deck_boxes import in_boxes, label_box, overlapping, tracer
 
 QUERIES = [
     {}, {"experts": 64, "ep": 16, "tokens": 64}, {"experts": 32, "ep": 8},
     {"top_k": 1, "experts": 4, "ep": 1}, {"capacity_factor": 0, "top_k": 4, "ep": 4},
 ]
-BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
-"""The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's (drawn
-wider), and larger type."""
 RECT = re.compile(r"M([-\d.]+),([-\d.]+)h([-\d.]+)v([-\d.]+)")
 
 
-@lru_cache(maxsize=None)
-def trace_of(query: tuple):
-    return simulate(MoeParams(**dict(query)))
+trace_of = tracer(simulate, MoeParams)
+
 
 
 def inside(box, cell) -> bool:
@@ -42,11 +34,9 @@ def inside(box, cell) -> bool:
     return cx - 0.5 <= x0 and x1 <= cx + cw + 0.5 and cy - 0.5 <= y0 and y1 <= cy + ch + 0.5
 
 
-@pytest.mark.skipif(not HAVE_FONTS, reason="DejaVu Sans not installed")
-@pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])
-@pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
+@in_boxes(QUERIES)
 def test_labels_fit_stay_legible_and_apart(query, box):
-    trace = trace_of(tuple(sorted(query.items())))
+    trace = trace_of(query)
     deck = build_deck(trace, box)
     lay = layout(trace.params, trace, box)[0]
     area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
@@ -65,17 +55,17 @@ def test_labels_fit_stay_legible_and_apart(query, box):
                          for m in RECT.finditer(d)]
                 for t in item.texts:
                     if t.fill:     # a number on its cell
-                        assert any(inside(extent(t), r) for r in rects), (frame.index, t.text)
+                        assert any(inside(label_box(t), r) for r in rects), (frame.index, t.text)
                 labels += item.texts
         # the left half's labels stay in it: the table's (and the arrows' numbers) left of the
         # bins, the matrix column's left of the rank columns
         split = lay.split if frame.index < 4 else lay.ep_split + lay.pad * 0.5
         for t in labels[len(fixed) + 1:]:
-            x0, _, x1, _ = extent(t)
+            x0, _, x1, _ = label_box(t)
             assert not (x0 < split - 1 < x1), (frame.index, t.text, split)
         for t in labels:
             assert t.size in (area.small, area.text, area.head), (t.text, t.size)   # the box's
-            x0, y0, x1, y1 = extent(t)
+            x0, y0, x1, y1 = label_box(t)
             assert -0.5 <= x0 and x1 <= deck.width + 0.5, (frame.index, t)
             assert 0 <= y0 and y1 <= deck.height + 0.5, (frame.index, t)
         assert overlapping(labels) == [], frame.index
@@ -84,7 +74,7 @@ def test_labels_fit_stay_legible_and_apart(query, box):
 def test_numbers_show_where_cells_hold_them():
     """The table's probabilities are written in the embed (cells a label wide) and left to the
     shading where 16 experts share the table; never at a size of their own."""
-    default, wide = trace_of(()), trace_of((("experts", 64), ("ep", 16), ("tokens", 64)))
+    default, wide = trace_of({}), trace_of({"experts": 64, "ep": 16, "tokens": 64})
     for trace, written in ((default, True), (wide, False)):
         deck = build_deck(trace, Box(920, 360))
         numbers = [t for item in deck.frames[1].items if isinstance(item, Batch)

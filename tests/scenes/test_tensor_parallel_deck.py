@@ -1,6 +1,6 @@
 """The tensor-parallel deck's check frames: the tensor-parallel result and the unsharded one
-fit the drawing for every block and size, and small results are drawn big enough to carry
-their numbers (the point of the frame is to see them equal)."""
+fit the drawing for every block and size (on the page at 1920 × 1080), and small results are
+drawn big enough to carry their numbers (the point of the frame is to see them equal)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import re
 
 import pytest
 
+from app.draw.box import PAGE, Box
 from app.sim.tensor_parallel.params import TensorParallelParams
 from app.sim.tensor_parallel.simulate import simulate
 from app.scenes.tensor_parallel.deck import build_deck
-from app.scenes.tensor_parallel.deck_frames import LANES_BOTTOM, LANES_TOP, RIGHT
 
 
-def checks(**query):
-    deck = build_deck(simulate(TensorParallelParams(**query)))
-    steps = simulate(TensorParallelParams(**query)).result.steps
-    return [f for f, s in zip(deck.frames, steps) if s.kind == "check"]
+def checks(box: Box = PAGE, **query):
+    trace = simulate(TensorParallelParams(**query))
+    deck = build_deck(trace, box)
+    return deck, [f for f, s in zip(deck.frames, trace.result.steps) if s.kind == "check"]
 
 
 CASES = [dict(block=b, tp=t, sequence_parallel=sp, tokens=t * rows, hidden=8 * t, ffn=16 * t,
@@ -28,13 +28,14 @@ CASES = [dict(block=b, tp=t, sequence_parallel=sp, tokens=t * rows, hidden=8 * t
 
 @pytest.mark.parametrize("query", CASES, ids=lambda q: "-".join(map(str, q.values())))
 def test_check_frames_stay_inside_the_drawing(query):
-    frames = checks(**query)
+    deck, frames = checks(**query)
+    g = deck.geometry
     assert frames
     for f in frames:
         for placed in f.matrices:
             m = placed.view
-            assert LANES_TOP <= m.y and m.y + m.h <= LANES_BOTTOM, (f.header, m.title, m.y, m.h)
-            assert 0 <= m.x and m.x + m.w <= RIGHT, (f.header, m.title)
+            assert g.lanes_top <= m.y and m.y + m.h <= g.lanes_bottom, (f.header, m.title, m.y)
+            assert 0 <= m.x and m.x + m.w <= g.right, (f.header, m.title)
         boxes = [(p.view.x, p.view.y, p.view.x + p.view.w, p.view.y + p.view.h)
                  for p in f.matrices]
         for i, a in enumerate(boxes):   # no two matrices overlap
@@ -43,7 +44,7 @@ def test_check_frames_stay_inside_the_drawing(query):
 
 
 def test_a_small_result_is_drawn_with_its_numbers_and_both_copies_agree():
-    forward = checks(block="column", tp=2, tokens=4, hidden=8, ffn=16)[0]
+    forward = checks(block="column", tp=2, tokens=4, hidden=8, ffn=16)[1][0]
     sharded, reference = forward.matrices
     assert sharded.view.numbers and reference.view.numbers
     assert sharded.view.w == reference.view.w and sharded.view.font >= 13

@@ -23,4 +23,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="bucket_mb",
     preview="frame=8",
+    boxed=True,
 )

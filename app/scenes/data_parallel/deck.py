@@ -1,41 +1,41 @@
-"""The data-parallel scene as drawable geometry: one step's timeline that grows frame by frame.
+"""The data-parallel scene as drawable geometry: one step's timeline that grows frame by frame,
+laid out for the deck's box (docs/legibility.md; the lanes and time axis follow /pipeline's).
 
 Frame k holds the pieces of every bar that lie between the previous frame's time and its own
 (so frames 0…k show the timeline up to t_k), the bars' labels once they are complete, a cursor
 at t_k (``only-current``), and a strip that says where things stand at t_k: DDP's buckets
-(waiting, filling, queued, all-reducing, reduced), or the parameters FSDP holds gathered.
+(waiting, filling, queued, all-reducing, reduced), or the parameters FSDP holds gathered
+(:mod:`app.scenes.data_parallel.deck_strip`). The lane names' column and DataParallel's
+busy-share column are as wide as their texts at the box's sizes; the time axis takes the
+rest. A bar's label shows where it fits at the small size; a strip's number where it fits.
 """
 
 from __future__ import annotations
 
-import bisect
+import math
 from dataclasses import dataclass
 
-import numpy as np
-
-from app.sim.data_parallel.simulate import DataParallelTrace
-from app.catalog.models import PRESETS
-from app.draw.shapes import Label
+from app.draw.box import Box
 from app.draw.lanes import KIND_COLOURS, Bar, lane_chart
-from app.draw.palette import text_on
+from app.draw.layout import LINE, heading, legend_rows
+from app.draw.plot import linear_ticks
+from app.draw.shapes import Label
+from app.draw.text import fits, text_width
 from app.humanize import human_bytes, human_time_us
 from app.draw.plot import line_chart
+from app.scenes.data_parallel.deck_strip import (BucketClock, Piece, Strip, bucket_strip,
+                                                 gathered_strip, note_texts, strip_legend)
+from app.scenes.pipeline.deck_layers import TimeAxis
+from app.sim.data_parallel.simulate import DataParallelTrace
 
-WIDTH, HEIGHT = 1280, 720
-LEFT, RIGHT = 180, 1250
-LANE_TOP = 96
-STRIP_STATES = {"waiting": "", "filling": KIND_COLOURS["backward"][0], "queued": "#f5d08a",
-                "reducing": KIND_COLOURS["all_reduce"][0], "reduced": "#2e3440"}
+__all__ = ["BucketClock", "Deck", "FrameView", "build_deck", "deck_title", "panels"]
 
-
-@dataclass(frozen=True)
-class Piece:
-    x: float
-    y: float
-    w: float
-    h: float
-    fill: str
-    cls: str = ""
+MIN_WIDTH, MIN_HEIGHT = 560, 320
+"""The smallest box the timeline is laid out for: a narrower frame (a phone) scrolls it."""
+LANE_NAMES = {"compute": "GPU compute", "comm": "NCCL stream", "links": "copies / NCCL"}
+STRIP_NAMES = {"ddp": "buckets", "fsdp": "gathered"}
+STRIP_SHARE = {"ddp": 0.9, "fsdp": 1.2, "dp": 0.0}
+"""The strip's height against a lane's."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,9 @@ class FrameView:
     texts: tuple[Label, ...]
     cursor: float
     cursor_label: str
-    notes: tuple[Label, ...]
+    label_x: float
+    """x of the cursor's label, kept inside the deck"""
+    note: Label | None
     unit: str = ""
     """what the step is, for the player's position text: a time (t = 12.3 ms of 26 ms)"""
 
@@ -55,83 +57,180 @@ class FrameView:
 class Deck:
     width: int
     height: int
+    box: Box
+    """the box asked for (the deck's ``data-box``); width × height is what it was laid out in"""
     title: str
+    title_lines: tuple[tuple[float, float, str], ...]
+    """(x, baseline, text) of each line of the title, right-aligned"""
+    header: tuple[float, float, float]
+    """x, baseline and size of the step's header"""
     lane_names: tuple[Label, ...]
+    axis: TimeAxis
     axis_y: float
-    ticks: tuple[tuple[float, str], ...]
-    strip_title: str
-    strip_y: float
-    strip_h: float
-    frames: tuple[FrameView, ...]
-    legend: tuple[tuple[float, str, str], ...]
+    """the baseline of the time ticks; the grid runs from ``grid_top`` to ``lanes_bottom``"""
+    grid_top: float
     lanes_bottom: float
-    strip_legend: tuple[tuple[float, float, str, str], ...]
+    ticks: tuple[tuple[float, str], ...]
+    cursor_y: float
+    """the baseline of the cursor's label, under the lanes"""
+    strip: Strip | None
+    strip_title: Label | None
+    frames: tuple[FrameView, ...]
+    legend: tuple[tuple[float, float, str, str], ...]
+    """(x, y, paint, text): y is the swatch's top; paint a colour, "" an outline, class:name"""
+    swatch: float
     utilisation: tuple[Label, ...]
-    strip_outline: bool = False
+    small: float
+    text: float
 
 
-LAYOUT = {  # mode: (row height of a lane, strip top, strip height)
-    "ddp": (92.0, 400.0, 100.0),
-    "fsdp": (92.0, 400.0, 120.0),
-    "dp": (40.0, 0.0, 0.0),
-}
-
-
-def build_deck(trace: DataParallelTrace, upto: int | None = None) -> Deck:
+def build_deck(trace: DataParallelTrace, box: Box, upto: int | None = None) -> Deck:
+    """Every frame of ``trace`` (or frames 0…``upto`` for a standalone export), laid out for
+    ``box``: the header and title on top, the time ticks under them, a lane per stream between
+    the lane names (left) and, for DataParallel, each GPU's busy share (right); the cursor's
+    label under the lanes, then the strip with its title, the frame's note and the legend."""
     p, t = trace.params, trace.timeline
+    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
+    last = len(trace.moments) - 1 if upto is None else upto
+    end = human_time_us(trace.moments[-1].t_us)
+    clock = BucketClock(trace) if p.mode == "ddp" else None
+
+    title = deck_title(p, trace)
+    headers = [_header(k, trace.moments[k].t_us, end) for k in range(last + 1)]
+    top = heading(area, headers, title)
+    axis_y = round(top.top + small * 0.9, 1)
+    grid_top = round(axis_y + small * 0.45, 1)
+    lanes_top = grid_top + small * 0.3
+
+    # the legend: the timeline's kinds, then the strip's states
+    items = []
+    for kind in dict.fromkeys(s.kind for s in t.spans if s.end_us > s.start_us):
+        colour, name = KIND_COLOURS.get(kind, ("#777777", kind))
+        if name not in [n for _, n in items]:
+            items.append((colour, name))
+    kinds = items
+
+    # the vertical budget: lanes and strip share what the fixed rows leave
     lanes = (tuple(f"GPU {g}" for g in range(min(p.dp, 8))) + ("links",) if p.mode == "dp"
              else ("compute", "comm"))
-    row_h, strip_y, strip_h = LAYOUT[p.mode]
-    right = RIGHT - 110 if p.mode == "dp" else RIGHT          # DataParallel: room for "44 % busy"
-    chart = lane_chart(t.spans, lanes, width=right + 20, left=LEFT, row_h=row_h, top=LANE_TOP,
-                       label_min=60)
-    names = {"compute": "GPU compute", "comm": "NCCL stream", "links": "copies / NCCL"}
-    lane_names = tuple(Label(LEFT - 12, y, names.get(name, name), size=16, anchor="end")
-                       for y, name in chart.lanes)
-    scale = (chart.right - chart.left) / (t.step_us or 1.0)
-    x_of = lambda us: chart.left + us * scale  # noqa: E731
-    last = len(trace.moments) - 1 if upto is None else upto
-    clock = BucketClock(trace) if p.mode == "ddp" else None
+    # where the box is short (large type) the strip's title goes first, then the frame's
+    # note, then the strip itself: the lanes keep room for their names
+    options = ([(True, True, STRIP_SHARE[p.mode]), (False, True, STRIP_SHARE[p.mode]),
+                (False, False, STRIP_SHARE[p.mode])] if STRIP_SHARE[p.mode] else []) + [
+        (False, True, 0.0), (False, False, 0.0)]
+    cursor_row = small * 1.6
+    least = text * 1.6 if len(lanes) < 4 else text * 0.9
+    for titled, noted, share in options:
+        items = kinds + (strip_legend(p.mode) if share else [])
+        legend = legend_rows(area, [n for _, n in items])
+        strip_head = (small * LINE + small * 0.5 if titled else small * 0.6) if share else 0.0
+        note_row = text * 1.5 if noted else 0.0
+        room = legend.top - pad * 0.4 - note_row - strip_head - cursor_row - lanes_top
+        lane_h = min(text * 8, room / (len(lanes) + share))
+        if lane_h >= least:
+            break
+    else:   # even so too short: the deck is drawn taller (its frame then scales it down)
+        height = math.ceil(height + (least - lane_h) * len(lanes))
+        legend = legend_rows(area, [n for _, n in items], bottom=height)
+        lane_h = least
+    strip_h = round(min(text * 7, lane_h * share), 1)
+    lanes_bottom = lanes_top + lane_h * len(lanes)
+    cursor_y = round(lanes_bottom + small * 1.15, 1)
+    strip_top = round(lanes_bottom + cursor_row + strip_head, 1)
+    note_y = round((strip_top + strip_h if share else lanes_bottom + cursor_row) + text * 1.2, 1)
+    every = next((e for e in (1, 2, 4) if e * lane_h >= text * 1.2), 8)
+
+    # the columns: lane names on the left, DataParallel's busy shares on the right
+    names = [LANE_NAMES.get(n, n) for n in lanes] + ([STRIP_NAMES[p.mode]] if share else [])
+    left = pad + max(text_width(n, text) for n in names) + small * 0.8
+    busy = ([f"{sum(s.duration_us for s in t.spans if s.lane == n) / t.step_us:.0%} busy"
+             for n in lanes if n.startswith("GPU")] if p.mode == "dp" else [])
+    tick_w = text_width(end + "0", small)
+    right = width - pad - max(tick_w / 2, max((text_width(b, text, bold=True) + small
+                                              for b in busy), default=0.0))
+    axis = TimeAxis(round(left, 1), round(right, 1), t.step_us or 1.0)
+    band = lane_h - 8            # lane_chart's rows are 8 units apart
+    label_fit = _bar_label(small, band)
+    chart = lane_chart(t.spans, lanes, width=right + 20, left=left, row_h=band, top=lanes_top,
+                       end_us=t.step_us, fit=label_fit)
+    lane_names = tuple(Label(round(left - small * 0.8, 1), round(y, 1), LANE_NAMES.get(n, n),
+                             size=text, anchor="end")
+                       for k, (y, n) in enumerate(chart.lanes) if k % every == 0)
+    strip = (Strip(axis.left, axis.right, strip_top, strip_h, small, text, p.mode == "ddp")
+             if share else None)
+    if strip:
+        lane_names += (Label(round(left - small * 0.8, 1), round(strip_top + strip_h / 2, 1),
+                             STRIP_NAMES[p.mode], size=text, anchor="end"),)
+    utilisation = tuple(Label(round(right + small, 1), round(y, 1), b, size=text, anchor="start")
+                        for k, ((y, _), b) in enumerate(zip(chart.lanes, busy)) if k % every == 0)
+    strip_title = _strip_title(trace, axis.left, width - pad - axis.left,
+                               round(strip_top - small * 0.5, 1), text, small) if titled and share else None
+
+    cursor_w = text_width(end, small, bold=True)
     frames = []
     for k in range(last + 1):
         lo = trace.moments[k - 1].t_us if k else 0.0
         hi = trace.moments[k].t_us
-        pieces, texts = _bar_pieces(chart.bars, x_of(lo), x_of(hi))
+        pieces, texts = _bar_pieces(chart.bars, axis.x(lo), axis.x(hi), small)
         if k == 0:   # what is about to happen: every span to come, dashed ("empty": not yet)
             pieces = tuple(Piece(round(b.x, 2), b.y, round(max(b.w, 0.6), 2), b.h, "", "empty")
                            for b in chart.bars)
-        if p.mode == "ddp":
-            strip, strip_texts = _bucket_strip(trace, clock, lo, hi, k == 0, strip_y, strip_h)
-        elif p.mode == "fsdp":
-            strip, strip_texts = _gathered_strip(trace, lo, hi, strip_y, strip_h, x_of)
-        else:
-            strip, strip_texts = (), ()
-        end = human_time_us(trace.moments[-1].t_us)
-        # the header says the time alone: "event k of N" was a second count beside the
-        # player's step, and ran into the title
+        strip_parts: tuple = ((), ())
+        if p.mode == "ddp" and strip:
+            strip_parts = bucket_strip(trace, clock, lo, hi, k == 0, strip)
+        elif p.mode == "fsdp" and strip:
+            strip_parts = gathered_strip(trace, lo, hi, strip, axis.x)
+        note = next((n for n in note_texts(trace, clock, hi)
+                     if fits(n, text, width - pad - axis.left, bold=True)), "") if noted else ""
+        cursor = axis.x(hi)
         frames.append(FrameView(
-            k, "Before the step · t = 0" if k == 0 else f"t = {human_time_us(hi)} of {end}",
-            pieces + strip, texts + strip_texts,
-            round(x_of(hi), 1), human_time_us(hi), _notes(trace, clock, hi),
+            k, headers[k], pieces + strip_parts[0], texts + strip_parts[1], round(cursor, 1),
+            human_time_us(hi),
+            round(min(max(cursor, pad + cursor_w / 2), width - pad - cursor_w / 2), 1),
+            Label(axis.left, note_y, note, anchor="start", size=text) if note else None,
             "t = 0, before the step" if k == 0 else f"t = {human_time_us(hi)} of {end}"))
-    legend_items = []
-    for kind in dict.fromkeys(s.kind for s in t.spans if s.end_us > s.start_us):
-        colour, text = KIND_COLOURS.get(kind, ("#777777", kind))
-        if text not in [i[2] for i in legend_items]:
-            legend_items.append((0.0, colour, text))
-    x, legend = 22.0, []
-    for _, colour, text in legend_items:
-        legend.append((x, colour, text))
-        x += 52 + len(text) * 9.2     # 16-unit text: at 8.6 a character the swatches touched
-    title = deck_title(p, trace)
-    strip_title = {"ddp": "DDP's buckets, in the order backward fills them (width = bytes)",
-                   "fsdp": f"parameters held gathered beyond this rank's shard (peak "
-                           f"{t.peak_gathered_elements / 1e6:.1f} M)",
-                   "dp": ""}[p.mode]
-    return Deck(WIDTH, HEIGHT, title, lane_names, chart.axis_y, chart.ticks, strip_title,
-                strip_y, strip_h, tuple(frames), tuple(legend), chart.axis_y,
-                _strip_legend(p.mode, strip_y + strip_h + 30), _utilisation(trace, chart),
-                strip_outline=p.mode == "ddp")
+    count = max(2, min(8, int((right - left) / (tick_w + small * 2))))
+    ticks = tuple((round(axis.x(v), 1), human_time_us(v))
+                  for v in linear_ticks(0, t.step_us, count) if v <= t.step_us * (1 + 1e-9))
+    placed = tuple((x, y, paint, name) for (paint, name), (x, y) in zip(items, legend.at))
+    return Deck(width, height, box, title, top.title, (top.header_x, top.header_y, area.head),
+                lane_names, axis, axis_y, grid_top, round(lanes_bottom, 1), ticks, cursor_y,
+                strip, strip_title, tuple(frames), placed, legend.swatch, utilisation, small,
+                text)
+
+
+def _header(k: int, t_us: float, end: str) -> str:
+    # the header says the time alone: "event k of N" was a second count beside the player's
+    # step, and ran into the title
+    return "Before the step · t = 0" if k == 0 else f"t = {human_time_us(t_us)} of {end}"
+
+
+def _bar_label(small: float, band: float):
+    """A bar's label: its name at the small size where the bar is tall and wide enough, else
+    none (the hover tells)."""
+    tall = band >= small * 1.35
+
+    def fit(name: str, w: float) -> str:
+        return name if tall and fits(name, small, w - small * 0.7) else ""
+    return fit
+
+
+def _strip_title(trace, x: float, room: float, y: float, text: float, small: float):
+    """The strip's title: the longest of its wordings that fits, at the label size or else
+    the small one."""
+    p, t = trace.params, trace.timeline
+    peak = f"{t.peak_gathered_elements / 1e6:.1f} M"
+    wordings = {"ddp": ("DDP's buckets, in the order backward fills them (width = bytes)",
+                        "in the order backward fills them (width = bytes)", "width = bytes"),
+                "fsdp": (f"parameters held gathered beyond this rank's shard (peak {peak})",
+                         f"held gathered beyond the shard (peak {peak})", f"peak {peak}")}
+    for wording in wordings[p.mode]:
+        for size in (text, small):
+            if fits(wording, size, room, bold=True):
+                return Label(x, y, wording, anchor="start", size=size)
+    return None
 
 
 def deck_title(p, trace: DataParallelTrace) -> str:
@@ -143,152 +242,17 @@ def deck_title(p, trace: DataParallelTrace) -> str:
                     f"{p.preset}"}[p.mode]
 
 
-def _strip_legend(mode: str, y: float) -> tuple[tuple[float, float, str, str], ...]:
-    if mode == "dp":
-        return ()
-    items = ([("", "waiting for gradients"), (STRIP_STATES["filling"], "filling (gradients ready)"),
-              (STRIP_STATES["queued"], "full, queued"), (STRIP_STATES["reducing"], "all-reducing"),
-              ("class:reduced", "reduced")] if mode == "ddp" else
-             [(ROOT_GATHERED, "embeddings and head: gathered for the whole step"),
-              (LAYER_GATHERED, "layers: gathered around their forward and backward")])
-    out, x = [], float(LEFT)
-    for colour, text in items:
-        out.append((x, y, colour, text))
-        x += 52 + len(text) * 9.2     # 16-unit text: at 8.6 a character the swatches touched + 12
-    return tuple(out)
-
-
-def _utilisation(trace, chart) -> tuple[Label, ...]:
-    """DataParallel: each drawn GPU's busy share of the whole step, at the end of its lane."""
-    p, t = trace.params, trace.timeline
-    if p.mode != "dp":
-        return ()
-    out = []
-    for y, name in chart.lanes:
-        if name.startswith("GPU"):
-            busy = sum(s.duration_us for s in t.spans if s.lane == name)
-            out.append(Label(chart.right + 14, y + 5, f"{busy / t.step_us:.0%} busy", size=15))
-    return tuple(out)
-
-
-def _bar_pieces(bars: tuple[Bar, ...], x0: float, x1: float):
+def _bar_pieces(bars: tuple[Bar, ...], x0: float, x1: float, small: float):
     """The parts of the bars between x0 and x1, and the labels of bars that end there."""
     pieces, texts = [], []
     for b in bars:
         a, z = max(b.x, x0), min(b.x + b.w, x1)
         if z > a:
             pieces.append(Piece(round(a, 2), b.y, round(max(z - a, 0.6), 2), b.h, b.fill))
-        if b.label and x0 < b.x + b.w <= x1 + 0.01:
-            texts.append(Label(round(b.x + 5, 1), round(b.y + b.h / 2 + 5, 1), b.label,
-                               colour=b.ink, anchor="start", size=13))
+        if b.label and x0 + 0.01 < b.x + b.w <= x1 + 0.01:
+            texts.append(Label(round(b.x + small * 0.35, 1), round(b.y + b.h / 2, 1), b.label,
+                               colour=b.ink, anchor="start", size=small))
     return tuple(pieces), tuple(texts)
-
-
-EVENT_TOLERANCE_US = 1e-3
-"""Times closer than a nanosecond are the same event."""
-
-
-class BucketClock:
-    """Where each DDP bucket stands at a given time: waiting for its first gradient, filling,
-    full and queued behind other all-reduces, being all-reduced, or done."""
-
-    def __init__(self, trace: DataParallelTrace):
-        t = trace.timeline
-        sizes = [n for _, n in PRESETS[trace.params.preset].parameters()]
-        spans = {s.name: s for s in t.spans if s.name.startswith("bucket ")}
-        self.plan = {}
-        for b in t.buckets:   # (all-reduce span, ready times sorted, bytes ready after each)
-            ready = sorted((t.ready_us[i], sizes[i]) for i in b.tensors)
-            total = sum(n for _, n in ready) or 1
-            self.plan[b.index] = (spans[f"bucket {b.index}"], [r for r, _ in ready],
-                                  np.cumsum([n for _, n in ready]) / total)
-
-    def state(self, bucket, t_us: float) -> tuple[str, float]:
-        span, times, filled = self.plan[bucket.index]
-        # a frame's time is its event's, rounded to the nanosecond (the timeline's moments): a
-        # span that ends at that event ends then, though its float end lies a few ulps later
-        # (bucket 6 was still drawn all-reducing at the event its caption says it finished)
-        t_us += EVENT_TOLERANCE_US
-        if span.end_us <= t_us:
-            return "reduced", 1.0
-        if span.start_us <= t_us:
-            return "reducing", 1.0
-        k = bisect.bisect_right(times, t_us)
-        if k == len(times):
-            return "queued", 1.0
-        return ("filling", float(filled[k - 1])) if k else ("waiting", 0.0)
-
-
-def _bucket_strip(trace, clock: BucketClock, lo, hi, first, y, h):
-    t = trace.timeline
-    total = sum(b.elements for b in t.buckets) or 1
-    scale = (RIGHT - LEFT) / total
-    pieces, texts, x = [], [], float(LEFT)
-    for b in t.buckets:
-        w = b.elements * scale
-        now = clock.state(b, hi)
-        before = None if first else clock.state(b, lo)
-        if now != before:
-            state, fraction = now
-            if fraction < 1:                  # an outline for what is still to come
-                pieces.append(Piece(round(x, 2), y, round(max(w, 0.6), 2), h, "",
-                                    "freed" if w >= 6 else "blank"))
-            if state != "waiting":
-                pieces.append(Piece(round(x, 2), y, round(max(w * fraction, 0.6), 2), h,
-                                    STRIP_STATES[state], "reduced" if state == "reduced" else ""))
-            if w >= 44:
-                ink = ("class:on-ink" if state == "reduced" else
-                       text_on(STRIP_STATES[state]) if state != "waiting" and fraction == 1 else "")
-                texts.append(Label(round(x + w / 2, 1), y + h / 2 + 5, f"{b.index}", colour=ink,
-                                   size=14))
-        x += w
-    return tuple(pieces), tuple(texts)
-
-
-ROOT_GATHERED, LAYER_GATHERED = "#9ed8c4", KIND_COLOURS["all_gather"][0]
-
-
-def _gathered_strip(trace, lo, hi, y, h, x_of):
-    """The parameters gathered between lo and hi: the root unit (embeddings and head, kept all
-    step) light at the bottom, the layers gathered around their compute dark on top."""
-    t = trace.timeline
-    peak = t.peak_gathered_elements or 1
-    root, layers = t.gathered[0], t.gathered[1:]
-    cuts = sorted({lo, hi} | {e for a, b, _ in t.gathered for e in (a, b) if lo < e < hi})
-    pieces = []
-    for a, b in zip(cuts, cuts[1:]):
-        mid = (a + b) / 2
-        base = root[2] if root[0] <= mid < root[1] else 0
-        live = sum(n for s, e, n in layers if s <= mid < e)
-        x, w = round(x_of(a), 2), round(max(x_of(b) - x_of(a), 0.6), 2)
-        for bottom, amount, colour in ((0, base, ROOT_GATHERED), (base, live, LAYER_GATHERED)):
-            if amount:
-                top = y + h - (bottom + amount) * h / peak
-                pieces.append(Piece(x, round(top, 1), w, round(amount * h / peak, 1), colour))
-    return tuple(pieces), ()
-
-
-def _notes(trace, clock, t_us: float) -> tuple[Label, ...]:
-    """What is going on at t_us, written under the strip."""
-    p, t = trace.params, trace.timeline
-    y = HEIGHT - 62
-    if p.mode == "fsdp":
-        live = sum(n for s, e, n in t.gathered if s <= t_us < e)
-        text = (f"gathered now: {live / 1e6:.1f} M parameters (peak "
-                f"{t.peak_gathered_elements / 1e6:.1f} M; this rank's shard: "
-                f"{PRESETS[p.preset].param_count() / p.dp / 1e6:.1f} M)")
-        return (Label(LEFT, y, text, anchor="start", size=17),)
-    if p.mode == "ddp":
-        states = [clock.state(b, t_us)[0] for b in t.buckets]
-        queued = states.count("queued") + states.count("reducing")
-        text = (f"buckets all-reduced: {states.count('reduced')} of {len(t.buckets)}"
-                + (f" · in flight or queued: {queued}" if queued else ""))
-        return (Label(LEFT, y, text, anchor="start", size=17),)
-    busy = [s for s in t.spans if s.start_us < t_us <= s.end_us and s.end_us > s.start_us]
-    idle = [g for g in range(min(p.dp, 8)) if not any(s.lane == f"GPU {g}" for s in busy)]
-    text = (f"idle at this moment: GPU {', '.join(map(str, idle))}" if idle and busy else
-            "every GPU is busy" if busy else "")
-    return (Label(LEFT, y, text, anchor="start", size=17),)
 
 
 # --- panels -----------------------------------------------------------------------------------

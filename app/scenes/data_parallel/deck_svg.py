@@ -12,19 +12,22 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from app.draw.deck import deck_title, frame_start, step_header, write_deck
+from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.shapes import Label
 from app.draw.svg import esc, spans_text
 from app.scenes.data_parallel.deck import Deck, FrameView
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
-           caption: tuple[str, ...] = (), style: str = "") -> Markup:
+           caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
+    title = ('<text class="muted title" text-anchor="end" font-size="{}">'.format(deck.small)
+             + "".join(f'<tspan x="{x}" y="{y}">{esc(t)}</tspan>' for x, y, t in deck.title_lines)
+             + "</text>")
     return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
-                      lambda f: _frame(f, current, standalone, deck.axis_y),
+                      lambda f: _frame(deck, f, current, standalone),
                       standalone=standalone, caption=caption, style=style,
-                      under=[deck_title(deck.title, deck.width), *_axes(deck)],
-                      over=_legend(deck), group='shape-rendering="crispEdges"')
+                      under=[title, *_axes(deck)], over=_legend(deck), box=deck.box,
+                      group='shape-rendering="crispEdges"')
 
 
 def _paint(colour: str) -> str:
@@ -35,43 +38,41 @@ def _paint(colour: str) -> str:
 
 
 def _axes(deck: Deck) -> list[str]:
-    """What every frame shares: lane names, the time axis, the strip's title and legend."""
-    y = deck.axis_y
-    out = [spans_text('class="ink" text-anchor="end"',
-                 [f'<tspan x="{t.x}" y="{t.y}" dy="0.35em" font-size="{t.size}">{t.text}'
-                  f'</tspan>' for t in deck.lane_names]),
-           f'<line class="axis-line" x1="180" x2="1250" y1="{y}" y2="{y}"/>']
-    out += [f'<line class="axis-line" x1="{x}" x2="{x}" y1="{y}" y2="{y + 6}"/>'
-            for x, _ in deck.ticks]
-    out.append(spans_text('class="muted" text-anchor="middle" font-size="16"',
-                     [f'<tspan x="{x}" y="{y + 24}">{label}</tspan>'
-                      for x, label in deck.ticks]))
+    """What every frame shares: lane names, the time axis and its grid, the strip's title and
+    outline, DataParallel's busy shares."""
+    a = deck.axis
+    out = [spans_text(f'class="ink" text-anchor="end" font-size="{deck.text}"',
+                      [f'<tspan x="{t.x}" y="{t.y}" dy="0.35em">{t.text}</tspan>'
+                       for t in deck.lane_names]),
+           '<path class="grid" fill="none" d="'
+           + "".join(f"M{x} {deck.grid_top}V{deck.lanes_bottom}" for x, _ in deck.ticks) + '"/>',
+           f'<line class="axis-line" x1="{a.left}" x2="{a.right}" y1="{deck.lanes_bottom}" '
+           f'y2="{deck.lanes_bottom}"/>',
+           spans_text(f'class="muted" text-anchor="middle" font-size="{deck.small}"',
+                      [f'<tspan x="{x}" y="{deck.axis_y}">{label}</tspan>'
+                       for x, label in deck.ticks])]
     if deck.strip_title:
-        out.append(f'<text class="ink" x="180" y="{deck.strip_y - 14}" font-size="16" '
-                   f'font-weight="600">{esc(deck.strip_title)}</text>')
-    for x, ly, colour, _ in deck.strip_legend:
-        paint = (f' class="{colour[6:]}"' if colour.startswith("class:") else
-                 f' fill="{colour}"' if colour else ' class="freed"')
-        out.append(f'<rect x="{x}" y="{ly - 13}" width="24" height="16"{paint}/>')
-    out.append(spans_text('class="muted" font-size="16"',
-                     [f'<tspan x="{x + 30}" y="{ly}">{text}</tspan>'
-                      for x, ly, _, text in deck.strip_legend]))
-    out.append(spans_text('class="ink" font-weight="600"',
-                     [f'<tspan x="{t.x}" y="{t.y}" font-size="{t.size}">{t.text}</tspan>'
-                      for t in deck.utilisation]))
-    if deck.strip_outline:
-        out.append(f'<rect class="freed" x="180" y="{deck.strip_y}" width="1070" '
-                   f'height="{deck.strip_h}"/>')
+        t = deck.strip_title
+        out.append(f'<text class="ink" x="{t.x}" y="{t.y}" font-size="{t.size}" '
+                   f'font-weight="600">{esc(t.text)}</text>')
+    out.append(spans_text(f'class="ink" font-weight="600" font-size="{deck.text}"',
+                          [f'<tspan x="{t.x}" y="{t.y}" dy="0.35em">{t.text}</tspan>'
+                           for t in deck.utilisation]))
+    s = deck.strip
+    if s and s.outline:
+        out.append(f'<rect class="freed" x="{s.left}" y="{s.top}" width="{s.right - s.left:.1f}" '
+                   f'height="{s.height}"/>')
     return out
 
 
 def _labels(labels: tuple[Label, ...], anchor: str) -> str:
     return spans_text(f'text-anchor="{anchor}"',
-                 [f'<tspan x="{t.x}" y="{t.y}" font-size="{t.size}"{_paint(t.colour)}>{t.text}'
-                  f'</tspan>' for t in labels if t.anchor == anchor])
+                      [f'<tspan x="{t.x}" y="{t.y}" dy="0.35em" font-size="{t.size}"'
+                       f'{_paint(t.colour)}>{t.text}</tspan>'
+                       for t in labels if t.anchor == anchor])
 
 
-def _frame(f: FrameView, current: int, standalone: bool, axis_y: float) -> list[str]:
+def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str]:
     out = [frame_start(f.index, current, f.unit)]
     for b in f.pieces:
         paint = f' class="{b.cls}"' if b.cls else f' fill="{b.fill}"'
@@ -80,22 +81,31 @@ def _frame(f: FrameView, current: int, standalone: bool, axis_y: float) -> list[
     out.append(_labels(f.texts, "middle"))
     if not standalone or f.index == current:
         out.append(f'<g class="only-current"><line class="cursor" x1="{f.cursor}" '
-                   f'x2="{f.cursor}" y1="84" y2="{axis_y + 4}"/>')
+                   f'x2="{f.cursor}" y1="{deck.grid_top}" y2="{deck.lanes_bottom + 4}"/>')
         if f.index > 0:
-            out.append(f'<text class="ink halo-bg" x="{min(f.cursor, 1180)}" y="80" '
-                       f'text-anchor="middle" font-size="16">{f.cursor_label}</text>')
-        out += [f'<text class="ink" x="{t.x}" y="{t.y}" font-size="{t.size}" '
-                f'font-weight="600">{esc(t.text)}</text>' for t in f.notes]
-        out.append(step_header(f.header) + "</g>")
+            out.append(f'<text class="ink halo-bg" x="{f.label_x}" y="{deck.cursor_y}" '
+                       f'text-anchor="middle" font-size="{deck.small}" font-weight="700">'
+                       f'{f.cursor_label}</text>')
+        if f.note:
+            t = f.note
+            out.append(f'<text class="ink" x="{t.x}" y="{t.y}" font-size="{t.size}" '
+                       f'font-weight="600">{esc(t.text)}</text>')
+        x, y, size = deck.header
+        out.append(step_header(f.header, x=x, y=y, size=size) + "</g>")
     out.append("</g>")
     return out
 
 
 def _legend(deck: Deck) -> list[str]:
+    side = deck.swatch
     out = ['<g class="legend">']
-    out += [f'<rect x="{x}" y="684" width="22" height="16" fill="{colour}" rx="2"/>'
-            for x, colour, _ in deck.legend]
-    out.append(spans_text('class="muted" y="697" font-size="16"',
-                     [f'<tspan x="{x + 28}">{text}</tspan>' for x, _, text in deck.legend]))
+    for x, y, paint, _ in deck.legend:
+        fill = (f' class="{paint[6:]}"' if paint.startswith("class:") else
+                f' fill="{paint}"' if paint else ' class="freed"')
+        out.append(f'<rect x="{x}" y="{y}" width="{side}" height="{side}"{fill} rx="2"/>')
+    dx, dy = round(side + deck.small * 0.45, 1), round(side * 0.5 + deck.small * 0.36, 1)
+    out.append(spans_text(f'class="muted" font-size="{deck.small}"',
+                          [f'<tspan x="{round(x + dx, 1)}" y="{round(y + dy, 1)}">{esc(text)}'
+                           f'</tspan>' for x, y, _, text in deck.legend]))
     out.append("</g>")
     return out

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.data_parallel import deck as view
@@ -20,17 +22,18 @@ from app.templating import deck_style
 
 
 @memoised(DECKS)
-def deck_svg(p: DataParallelParams, frame: int) -> Markup:
-    """The page's deck, showing ``frame`` first (cached: a deck is a pure function of params)."""
-    deck = view.build_deck(traced(simulate, p))
+def deck_svg(p: DataParallelParams, frame: int, box: Box) -> Markup:
+    """The page's deck for ``box``, showing ``frame`` first (cached: a deck is a pure function
+    of its params and box)."""
+    deck = view.build_deck(traced(simulate, p), box)
     return data_parallel_svg.render(deck, frame)
 
 
 FIRST_SCRIPT = (Path(__file__).resolve().parents[3] / "workers" / "first_ddp.py").read_text()
 
 
-def page_view(p: DataParallelParams, trace, frame: int) -> dict:
-    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p, trace),
+def page_view(p: DataParallelParams, trace, frame: int, box: Box = PAGE) -> dict:
+    return {"deck_svg": deck_svg(p, frame, box), "deck_title": view.deck_title(p, trace),
             **view.panels(trace), "torchrun": torchrun_line(CHECK, p),
             "first_script": FIRST_SCRIPT, "launch": launch_commands(trace.torchrun()),
             "model_params": PRESETS[p.preset].param_count()}
@@ -40,11 +43,13 @@ def form_view() -> dict:
     return {}
 
 
-def export_view(p: DataParallelParams, trace, frame: int) -> dict:
-    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
-    return {"deck_svg": data_parallel_svg.render(view.build_deck(trace, upto=frame), frame,
-                                                 standalone=True, caption=caption,
-                                                 style=deck_style(standalone=True))}
+def export_view(p: DataParallelParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    return {"deck_svg": data_parallel_svg.render(
+        view.build_deck(trace, drawing, upto=frame), frame, standalone=True,
+        caption=caption_lines(trace.frames[frame].caption, box.width),
+        style=deck_style(standalone=True))}
 
 
 def launch_commands(info: dict) -> list[str]:

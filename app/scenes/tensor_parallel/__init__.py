@@ -24,4 +24,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="tp",
     preview="block=mlp&tp=2&frame=4",
+    boxed=True,
 )

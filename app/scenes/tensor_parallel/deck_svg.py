@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from app.draw.deck import deck_title, frame_start, step_header, write_deck
+from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.svg import arrow, esc
 from app.scenes.tensor_parallel.deck import Deck
 from app.scenes.tensor_parallel.deck_frames import FrameView, Text
@@ -30,12 +30,14 @@ DEFS = ('<linearGradient id="tp-shade" x1="0" x2="1" y1="0" y2="0"><stop offset=
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
            caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
+    title = (f'<text class="muted title" text-anchor="end" font-size="{deck.geometry.small}">'
+             + "".join(f'<tspan x="{x}" y="{y}">{esc(t)}</tspan>' for x, y, t in deck.top.title)
+             + "</text>")
     return write_deck(deck.width, deck.height, deck.title, deck.frames, current,
                       lambda f: _frame(deck, f, current), standalone=standalone,
                       caption=caption, style=style, defs=DEFS, cls="deck tp-deck",
-                      under=[deck_title(deck.title, deck.width, size=16, cls="muted", y=32),
-                             *_flow(deck), *_lanes(deck)],
-                      over=_legend(deck))
+                      under=[title, *_flow(deck), *_lanes(deck)], over=_legend(deck),
+                      box=deck.box)
 
 
 def _text(t: Text) -> str:
@@ -45,6 +47,7 @@ def _text(t: Text) -> str:
 
 def _flow(deck: Deck) -> list[str]:
     """The block's data flow along the top."""
+    small = deck.geometry.small
     out = ['<g class="flow">']
     for x0, x1, y in deck.flow_arrows:
         out.append(f'<line class="flow-arrow" x1="{x0}" x2="{x1 - 6:.1f}" y1="{y}" y2="{y}"/>'
@@ -52,20 +55,24 @@ def _flow(deck: Deck) -> list[str]:
                    f'{x1 - 8:.1f},{y + 5}"/>')
     for b in deck.flow:
         cx = round(b.x + b.w / 2, 2)
+        first = round(b.y + small * 1.25 if b.lines else b.y + b.h / 2 + small * 0.35, 1)
         out.append(f'<rect class="flow-box {b.region}" x="{b.x}" y="{b.y}" width="{b.w}" '
-                   f'height="{b.h}" rx="8"/><text class="ink" x="{cx}" y="{b.y + 22}" '
-                   f'text-anchor="middle" font-size="16" font-weight="700">'
+                   f'height="{b.h}" rx="8"/><text class="ink" x="{cx}" y="{first}" '
+                   f'text-anchor="middle" font-size="{small}" font-weight="700">'
                    f'{esc(b.label)}</text>')
-        out += [f'<text class="muted" x="{cx}" y="{b.y + 40 + k * 16}" text-anchor="middle" '
-                f'font-size="16">{esc(line)}</text>' for k, line in enumerate(b.lines)]
+        out += [f'<text class="muted" x="{cx}" y="{first + (k + 1) * small * 1.3:.1f}" '
+                f'text-anchor="middle" font-size="{small}">{esc(line)}</text>'
+                for k, line in enumerate(b.lines)]
     out.append("</g>")
     return out
 
 
 def _lanes(deck: Deck) -> list[str]:
     """Each rank's lane, swatch and label: beneath every frame that has lanes."""
+    g = deck.geometry
+    x0 = round(g.left - g.pad * 0.5, 1)
     out = ['<g class="tp-lanes">']
-    out += [f'<rect class="lane" x="104" y="{top - 4:.1f}" width="{deck.width - 112}" '
+    out += [f'<rect class="lane" x="{x0}" y="{top - 4:.1f}" width="{deck.width - g.pad * 0.5 - x0:.1f}" '
             f'height="{bottom - top + 8:.1f}" rx="6"/>' for top, bottom in deck.lanes]
     out += [f'<circle cx="{cx}" cy="{cy}" r="{r}" fill="{fill}"/>'
             for cx, cy, r, fill in deck.swatches]
@@ -76,9 +83,12 @@ def _lanes(deck: Deck) -> list[str]:
 
 
 def _frame(deck: Deck, f: FrameView, current: int) -> list[str]:
+    g = deck.geometry
     out = [frame_start(f.index, current, f.unit, hidden=f.index > current)]
     if not f.lanes:    # a whole-page view: it covers the lanes
-        out.append(f'<rect class="bg" x="0" y="124" width="{deck.width}" height="562"/>')
+        top = round(g.lanes_top - g.pad * 0.4, 1)
+        out.append(f'<rect class="bg" x="0" y="{top}" width="{deck.width}" '
+                   f'height="{g.lanes_bottom + 6 - top:.1f}"/>')
     if f.band:
         b = f.band
         out.append(f'<rect class="band" x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}" '
@@ -100,23 +110,26 @@ def _frame(deck: Deck, f: FrameView, current: int) -> list[str]:
         x, y, w, h = f.highlight
         out.append(f'<rect class="only-current flow-current" x="{x}" y="{y}" width="{w}" '
                    f'height="{h}" rx="10"/>')
-    out.append(step_header(f.header, x=20, y=32, size=21, only_current=True))
+    out.append(step_header(f.header, x=deck.top.header_x, y=deck.top.header_y,
+                           size=g.head, only_current=True))
     out.append("</g>")
     return out
 
 
 def _legend(deck: Deck) -> list[str]:
+    side, small = deck.swatch, deck.geometry.small
     out = ['<g class="legend">']
-    for kind, text, x, _ in deck.legend:
-        if kind == "ranks":
+    for kind, text, x, y in deck.legend:
+        if kind == "ranks":     # the first ranks' colours, side by side in one swatch
             n = min(len(deck.swatches), 4)
-            out += [f'<rect x="{x + k * 22}" y="695" width="20" height="16" fill="{s[3]}" rx="2"/>'
-                    for k, s in enumerate(deck.swatches[:n])]
-            out.append(f'<text class="muted" x="{x + n * 22 + 8}" y="708" font-size="16">'
-                       f'{esc(text)}</text>')
+            w = round(side / n, 2)
+            out += [f'<rect x="{round(x + k * w, 2)}" y="{y}" width="{w}" height="{side}" '
+                    f'fill="{s[3]}"/>' for k, s in enumerate(deck.swatches[:n])]
         else:
-            out.append(f'<rect x="{x}" y="695" width="22" height="16" rx="2" '
-                       f'fill="{LEGEND_FILLS[kind]}"/><text class="muted" x="{x + 30}" y="708" '
-                       f'font-size="16">{esc(text)}</text>')
+            out.append(f'<rect x="{x}" y="{y}" width="{side}" height="{side}" rx="2" '
+                       f'fill="{LEGEND_FILLS[kind]}"/>')
+        out.append(f'<text class="muted" x="{round(x + side + small * 0.45, 1)}" '
+                   f'y="{round(y + side * 0.5 + small * 0.36, 1)}" font-size="{small}">'
+                   f'{esc(text)}</text>')
     out.append("</g>")
     return out

@@ -3,12 +3,14 @@ real run."""
 
 from __future__ import annotations
 
-import textwrap
+from dataclasses import replace
 from functools import lru_cache
 
 from markupsafe import Markup
 
 from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.tensor_parallel import deck as view
@@ -27,19 +29,19 @@ def tp_style(standalone: bool) -> Markup:
 
 
 @memoised(DECKS)
-def deck_of(p: TensorParallelParams):
-    return view.build_deck(traced(simulate, p))
+def deck_of(p: TensorParallelParams, box: Box):
+    return view.build_deck(traced(simulate, p), box)
 
 
 @memoised(DECKS)
-def deck_markup(p: TensorParallelParams, frame: int) -> Markup:
-    """The page's deck as SVG markup, frame ``frame`` first; cached, so dragging a slider back
-    to a value already seen costs nothing."""
-    return tp_svg.render(deck_of(p), frame)
+def deck_markup(p: TensorParallelParams, frame: int, box: Box) -> Markup:
+    """The page's deck for ``box`` as SVG markup, frame ``frame`` first; cached, so dragging a
+    slider back to a value already seen costs nothing."""
+    return tp_svg.render(deck_of(p, box), frame)
 
 
-def page_view(p: TensorParallelParams, trace, frame: int) -> dict:
-    return {"deck": deck_of(p), "deck_svg": deck_markup(p, frame),
+def page_view(p: TensorParallelParams, trace, frame: int, box: Box = PAGE) -> dict:
+    return {"deck": deck_of(p, box), "deck_svg": deck_markup(p, frame, box),
             "block_title": BLOCK_TITLES[p.block],
             "torchrun": torchrun_line(CHECK, p), **tp_panels.panels(p, trace)}
 
@@ -48,7 +50,9 @@ def form_view() -> dict:
     return {"style": tp_style(False)}
 
 
-def export_view(p: TensorParallelParams, trace, frame: int) -> dict:
+def export_view(p: TensorParallelParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
     return {"deck_svg": tp_svg.render(
-        view.build_deck(trace, only=frame), frame, standalone=True, style=tp_style(True),
-        caption=tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3]))}
+        view.build_deck(trace, drawing, only=frame), frame, standalone=True,
+        style=tp_style(True), caption=caption_lines(trace.frames[frame].caption, box.width))}

@@ -24,4 +24,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="microbatches",
     preview="frame=6",
+    boxed=True,
 )

@@ -1,13 +1,21 @@
 """The /train deck as drawable geometry: one training step, rank by rank, time to the right.
 
 Every rank has a block of rows: its compute (F and B passes per micro-batch, R where a block is
-recomputed, the optimizer) and under it one thin row per kind of group it communicates in
-(tp, cp, ep, pp, dp — only the kinds the layout has). Compute takes the pass colours of the
+recomputed, the optimizer) and under it its messages, a row per kind of group it communicates in
+(tp, cp, ep, pp, dp — only the kinds the layout has) or one row for all. Compute takes the pass colours of the
 pipeline scene (app/draw/palette.py PASS, odd micro-batches a shade darker, the micro-batch as
 the label); communication takes its group kind's colour, the one /parallelism gives that axis
 (DESIGN principle 15: no rank colours here — ranks are numbered). Where a rank's compute row is
 empty it is marked: hatched where a message holds it (communication nothing hides), dotted
 where it waits for another stage (the bubble).
+
+The deck is laid out for its box (docs/legibility.md; the lanes and time axis follow
+/pipeline's): the rank labels' column and the idle shares' column are as wide as their texts,
+the time axis takes the rest, each rank's block shares the height. The communication rows
+are a rank's lower part: a row per kind where each is tall enough (:data:`LANE_MIN`), else one
+row where every message shows in its kind's colour. A pass's label shows where it fits at
+the small size; the rank's coordinates where its block has room for a second line; a rank's
+name on every rank, or every second or fourth where blocks are short.
 
 Frame k holds what begins between step k − 1's moment and its own (frame 0: every task faint,
 what is about to happen), with the time cursor and header shown only while it is current. A
@@ -17,26 +25,36 @@ writes the markup.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from app.humanize import human_time_us
+from app.draw.box import Box
+from app.draw.layout import Spots, heading, legend_rows, text_box
 from app.draw.palette import PASS, mix, text_on
 from app.draw.plot import linear_ticks
+from app.draw.text import fits, text_width
+from app.humanize import human_time_us
 from app.scenes.parallelism.deck import AXIS_COLOURS
-from app.scenes.pipeline.deck_layers import pass_fill
+from app.scenes.pipeline.deck_layers import TimeAxis, pass_fill
 from app.sim.train.split import COMM_LANES
 
-WIDTH, HEIGHT = 1280, 720
-LEFT, RIGHT = 150.0, 1160.0
-TOP, BOTTOM = 70.0, 612.0
+MIN_WIDTH, MIN_HEIGHT = 560, 320
+"""The smallest box the timeline is laid out for: a narrower frame (a phone) scrolls it."""
 COMM_ORDER = ("tp", "cp", "ep", "pp", "dp")
 LANE_COLOURS = {lane: AXIS_COLOURS[lane] for lane in COMM_ORDER}
 LANE_WORDS = {"tp": "TP", "cp": "CP ring", "ep": "EP all-to-all", "pp": "PP send",
               "dp": "DP / norm"}
 OPTIMIZER = "#DDCC77"
 RECOMPUTE = mix(PASS["F"], "#ffffff", 0.45)
-MIN_LABEL = 30.0
-"""A pass's label is written when the pass is at least this many units wide."""
+LANE_SHARE = 0.45
+"""The communication rows' share of a rank's block."""
+LANE_MIN = 0.75
+"""A kind's communication row of its own is at least this many small sizes tall; else the
+rank's messages share one row, each in its kind's colour (they hardly ever overlap: under
+0.05 % of the message time in the default and large states)."""
+BLOCK_MIN = 9.0
+"""A rank's block is at least this tall (a deck of 16 ranks in a short box is drawn taller,
+and its frame scales it)."""
 
 
 @dataclass(frozen=True)
@@ -78,28 +96,35 @@ class RankRow:
     compute_h: float
     label: str
     coords: str
-    font: float
     side: str
     lanes: tuple[tuple[str, float, float], ...]
-    """(lane, y, height) of its communication rows"""
+    """(lane, y, height) of its communication rows (one row, lane "comm", when they share it)"""
 
 
 @dataclass(frozen=True)
 class Deck:
     width: int
     height: int
+    box: Box
+    """the box asked for (the deck's ``data-box``); width × height is what it was laid out in"""
     title: str
+    title_lines: tuple[tuple[float, float, str], ...]
+    header: tuple[float, float, float]
+    """x, baseline and size of the step's header"""
     rows: tuple[RankRow, ...]
+    axis: TimeAxis
+    axis_y: float
+    grid_top: float
+    bottom: float
     ticks: tuple[tuple[float, str], ...]
     frames: tuple[FrameView, ...]
     ghost: tuple[tuple[str, tuple[Rect, ...]], ...]
     legend: tuple[tuple[str, str, str, float, float], ...]
-    """(kind, fill or class, text, x, y)"""
-    lane_note: str
-
-
-def x_of(t: float, step_s: float) -> float:
-    return LEFT + (RIGHT - LEFT) * (t / step_s if step_s else 0.0)
+    """(kind, fill or class, text, x, y): y is the swatch's top"""
+    swatch: float
+    text: float
+    small: float
+    side_x: float
 
 
 def deck_title(p) -> str:
@@ -116,30 +141,51 @@ def lanes_of(p) -> tuple[str, ...]:
     return tuple(lane for lane in COMM_ORDER if present[lane])
 
 
-def _rows(trace) -> tuple[RankRow, ...]:
+@dataclass(frozen=True)
+class Blocks:
+    """The vertical layout of the ranks' blocks: each ``h`` tall from ``top``; within one, the
+    compute row ``compute_h`` tall and under it the communication rows, ``lane_h`` each."""
+
+    top: float
+    h: float
+    compute_h: float
+    lane_h: float
+    lanes: tuple[str, ...]
+    """the rows under compute: the kinds, or ("comm",) when they share one"""
+
+
+def blocks(p, top: float, bottom: float, small: float) -> Blocks:
+    kinds = lanes_of(p)
+    h = max(BLOCK_MIN, min(small * 9, (bottom - top) / p.world))
+    inner = h * 0.88
+    comm = inner * LANE_SHARE if kinds else 0.0
+    per = comm / len(kinds) if kinds else 0.0
+    apart = per >= small * LANE_MIN
+    lanes = kinds if apart else ("comm",) if kinds else ()
+    lane_h = per if apart else comm
+    return Blocks(top, h, inner - comm, lane_h, lanes)
+
+
+def _rows(trace, b: Blocks, text: float, small: float) -> tuple[RankRow, ...]:
     p, layout = trace.params, trace.layout
-    world = p.world
-    lanes = lanes_of(p)
-    block = min(150.0, (BOTTOM - TOP) / world)
-    gap = block * 0.1
-    comm_h = (block - gap) * (0.5 if lanes else 0.0)
-    compute_h = block - gap - comm_h
-    font = 18.0 if block >= 56 else 16.0
+    named = b.h >= text * 1.25
+    every = next((e for e in (1, 2, 4, 8) if e * b.h >= text * 1.25), 16)
+    coords_shown = b.h >= text * 1.3 + small * 1.35 + 4
     rows = []
-    for r in range(world):
-        y = TOP + r * block
+    for r in range(p.world):
+        y = b.top + r * b.h
         c = layout.coords(r)
         coords = " ".join(f"{n}{c[n]}" for n in ("tp", "cp", "dp", "pp") if getattr(p, n) > 1)
         if p.moe and p.ep > 1:
             coords += f" ep{c['ep']}"
-        lane_h = comm_h / len(lanes) if lanes else 0.0
-        rows.append(RankRow(r, round(y, 1), round(block, 1), round(y, 1), round(compute_h, 1),
-                            f"rank {r}", coords if block >= 56 else "", font,
+        rows.append(RankRow(r, round(y, 1), round(b.h, 1), round(y, 1), round(b.compute_h, 1),
+                            ((f"rank {r}" if named else str(r)) if r % every == 0 else ""),
+                            coords if coords_shown else "",
                             f"{trace.rank_split[r]['bubble_s'] / trace.step_s:.0%} idle"
-                            if trace.step_s else "",
-                            tuple((lane, round(y + compute_h + k * lane_h + 1, 1),
-                                   round(max(lane_h - 1.5, 1.5), 1))
-                                  for k, lane in enumerate(lanes))))
+                            if trace.step_s and b.h >= small * 1.15 else "",
+                            tuple((lane, round(y + b.compute_h + k * b.lane_h + 1, 1),
+                                   round(max(b.lane_h - 1.5, 1.5), 1))
+                                  for k, lane in enumerate(b.lanes))))
     return tuple(rows)
 
 
@@ -153,12 +199,12 @@ def _fill(e: dict, m: int) -> str:
     return pass_fill(e["kind"], e.get("microbatch", 0), m)
 
 
-def _rect(e: dict, row: RankRow, step_s: float, m: int) -> Rect:
-    x0, x1 = x_of(e["start_s"], step_s), x_of(e["start_s"] + e["dur_s"], step_s)
+def _rect(e: dict, row: RankRow, axis: TimeAxis, m: int) -> Rect:
+    x0, x1 = axis.x(e["start_s"]), axis.x(e["start_s"] + e["dur_s"])
     if e["lane"] == "compute":
         y, h = row.compute_y, row.compute_h
     else:
-        _, y, h = next(lane for lane in row.lanes if lane[0] == e["lane"])
+        _, y, h = next(lane for lane in row.lanes if lane[0] in (e["lane"], "comm"))
     return Rect(round(x0, 2), y, round(max(x1 - x0, 0.7), 2), h, _fill(e, m))
 
 
@@ -203,10 +249,37 @@ def _gaps(rank_events: list[dict], step_s: float) -> tuple[list, list]:
     return exposed, bubble
 
 
-def build_deck(trace, upto: int | None = None) -> Deck:
+def build_deck(trace, box: Box, upto: int | None = None) -> Deck:
+    """Every frame of ``trace`` (or frames 0…``upto`` for a standalone export), laid out for
+    ``box``: the header and title on top, the time ticks under them, a block per rank between
+    the rank labels (left) and each rank's idle share (right), the legend's rows below."""
     p, step_s, m = trace.params, trace.step_s, trace.params.microbatches
-    rows = _rows(trace)
+    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
     frames_in = trace.frames if upto is None else trace.frames[:upto + 1]
+    title = deck_title(p)
+    headers = [_header(f) for f in frames_in]
+    top = heading(area, headers, title)
+    axis_y = round(top.top + small * 0.9, 1)
+    grid_top = round(axis_y + small * 0.45, 1)
+    rows_top = grid_top + small * 0.3
+    items = _legend_items(p, trace)
+    legend = legend_rows(area, [t for _, _, t in items])
+    b = blocks(p, rows_top, legend.top - pad * 0.6, small)
+    if rows_top + b.h * p.world > legend.top - pad * 0.6:   # drawn taller: its frame scales it
+        height = math.ceil(height + rows_top + b.h * p.world - (legend.top - pad * 0.6))
+        legend = legend_rows(area, [t for _, _, t in items], bottom=height)
+    probe = _rows(trace, b, text, small)
+    left = pad + max([text_width(r.label, text, bold=True) for r in probe]
+                     + [text_width(r.coords, small) for r in probe]) + small * 0.8
+    side_w = max([text_width(r.side, small) for r in probe] or [0.0])
+    tick_w = text_width(human_time_us(step_s * 1e6) + "0", small)
+    right = width - pad - max(tick_w / 2, side_w + small * 0.8 if side_w else 0.0)
+    axis = TimeAxis(round(left, 1), round(right, 1), step_s)
+    rows = probe
+    bottom = round(rows_top + b.h * p.world, 1)
+
     times = [f.time_s for f in trace.frames]
     by_frame: list[list[dict]] = [[] for _ in trace.frames]
     for e in trace.events:
@@ -219,32 +292,36 @@ def build_deck(trace, upto: int | None = None) -> Deck:
         exposed, bubble = _gaps(mine, step_s)
         row = rows[r]
         for which, spans in ((0, exposed), (1, bubble)):
-            for a, b in spans:
-                x0, x1 = x_of(a, step_s), x_of(b, step_s)
+            for a, z in spans:
+                x0, x1 = axis.x(a), axis.x(z)
                 if x1 - x0 >= 0.8:
                     marks[_frame_of(a, times)][which].append(
                         Rect(round(x0, 2), row.compute_y, round(x1 - x0, 2), row.compute_h, ""))
     frames = []
-    for f in frames_in:
+    for f, header in zip(frames_in, headers):
         events = by_frame[f.step] if f.step else []
-        rects = _merged([_rect(e, rows[e["rank"]], step_s, m) for e in events])
-        header = ("Before the step" if f.step == 0 else
-                  f"Done · t = {human_time_us(f.time_s * 1e6)}" if f.phase == "done" else
-                  f"t = {human_time_us(f.time_s * 1e6)} · {f.label or f.phase}")
-        frames.append(FrameView(f.step, header, f.unit, round(x_of(f.time_s, step_s), 1),
-                                tuple(rects), _labels(events, rows, step_s),
+        rects = _merged([_rect(e, rows[e["rank"]], axis, m) for e in events])
+        frames.append(FrameView(f.step, header, f.unit, round(axis.x(f.time_s), 1),
+                                tuple(rects), _labels(events, rows, axis, small),
                                 tuple(marks[f.step][1]) if f.step else (),
                                 tuple(marks[f.step][0]) if f.step else ()))
-    ticks = tuple((round(x_of(t, step_s), 1), human_time_us(t * 1e6))
-                  for t in linear_ticks(0, step_s, 7) if t <= step_s * 1.0001)
-    all_rects = [_rect(e, rows[e["rank"]], step_s, m) for e in trace.events]
-    ghost = {}
-    for r in _merged(all_rects):
+    count = max(2, min(8, int((right - left) / (tick_w + small * 2))))
+    ticks = tuple((round(axis.x(t), 1), human_time_us(t * 1e6))
+                  for t in linear_ticks(0, step_s, count) if t <= step_s * 1.0001)
+    ghost: dict[str, list[Rect]] = {}
+    for r in _merged([_rect(e, rows[e["rank"]], axis, m) for e in trace.events]):
         ghost.setdefault(r.fill, []).append(r)
-    lanes = lanes_of(p)
-    note = ("rows under each rank: " + ", ".join(LANE_WORDS[l] for l in lanes)) if lanes else ""
-    return Deck(WIDTH, HEIGHT, deck_title(p), rows, ticks, tuple(frames),
-                tuple((k, tuple(v)) for k, v in ghost.items()), _legend(p, trace), note)
+    placed = tuple((kind, fill, t, x, y) for (kind, fill, t), (x, y) in zip(items, legend.at))
+    return Deck(width, height, box, title, top.title, (top.header_x, top.header_y, area.head),
+                rows, axis, axis_y, grid_top, bottom, ticks, tuple(frames),
+                tuple((k, tuple(v)) for k, v in ghost.items()), placed, legend.swatch, text,
+                small, round(right + small * 0.8, 1))
+
+
+def _header(f) -> str:
+    return ("Before the step" if f.step == 0 else
+            f"Done · t = {human_time_us(f.time_s * 1e6)}" if f.phase == "done" else
+            f"t = {human_time_us(f.time_s * 1e6)} · {f.label or f.phase}")
 
 
 def _frame_of(t: float, times: list[float]) -> int:
@@ -259,8 +336,8 @@ def _frame_of(t: float, times: list[float]) -> int:
     return lo
 
 
-def _labels(events: list[dict], rows, step_s: float) -> tuple[Label, ...]:
-    """One label per pass (rank, F/B, micro-batch) wide enough to carry it."""
+def _labels(events: list[dict], rows, axis: TimeAxis, small: float) -> tuple[Label, ...]:
+    """One label per pass (rank, F/B, micro-batch), at the small size, where it fits."""
     extent: dict[tuple, list[float]] = {}
     fills: dict[tuple, str] = {}
     for e in events:
@@ -270,17 +347,20 @@ def _labels(events: list[dict], rows, step_s: float) -> tuple[Label, ...]:
             extent[key] = [min(lo, e["start_s"]), max(hi, e["start_s"] + e["dur_s"])]
             fills[key] = _fill(e, 10**6)
     out = []
-    for (rank, kind, mb), (lo, hi) in extent.items():
-        x0, x1 = x_of(lo, step_s), x_of(hi, step_s)
+    spots = Spots()    # a recomputed block's passes interleave with its backward's: one label
+    for (rank, kind, mb), (lo, hi) in sorted(extent.items(), key=lambda kv: kv[0][1] == "R"):
+        x0, x1 = axis.x(lo), axis.x(hi)
         row = rows[rank]
-        size = 16.0 if row.compute_h >= 22 else 14.0
-        if x1 - x0 >= MIN_LABEL and row.compute_h >= 14:
-            out.append(Label(round((x0 + x1) / 2, 1), round(row.compute_y + row.compute_h / 2, 1),
-                             f"{kind}{mb}", size, text_on(fills[(rank, kind, mb)])))
+        label = f"{kind}{mb}"
+        x, y = round((x0 + x1) / 2, 1), round(row.compute_y + row.compute_h / 2, 1)
+        if (row.compute_h >= small * 1.2 and fits(label, small, x1 - x0 - small * 0.4, bold=True)
+                and spots.take(text_box(x, y + small * 0.35, label, small, "middle", True))):
+            out.append(Label(x, y, label, small, text_on(fills[(rank, kind, mb)])))
     return tuple(out)
 
 
-def _legend(p, trace) -> tuple[tuple[str, str, str, float, float], ...]:
+def _legend_items(p, trace) -> list[tuple[str, str, str]]:
+    """(kind, fill or class, text) of each legend item."""
     kinds = {e["kind"] for e in trace.events if e["lane"] == "compute"}
     items = [("F", pass_fill("F", 0, 2), "F forward"), ("B", pass_fill("B", 0, 2), "B backward")]
     if "R" in kinds:
@@ -289,11 +369,4 @@ def _legend(p, trace) -> tuple[tuple[str, str, str, float, float], ...]:
     items += [(lane, LANE_COLOURS[lane], LANE_WORDS[lane]) for lane in lanes_of(p)]
     items += [("exposed", "class:tr-exposed", "comm not hidden"),
               ("bubble", "class:tr-bubble", "bubble")]
-    out, x, y = [], 22.0, HEIGHT - 44.0
-    for kind, fill, text in items:
-        width = 34 + len(text) * 9.4 + 14
-        if x + width > WIDTH - 10:
-            x, y = 22.0, y + 26
-        out.append((kind, fill, text, round(x, 1), y))
-        x += width
-    return tuple(out)
+    return items

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from app.draw.deck import CAPTION_HEIGHT, deck_end, deck_open
+from app.draw.deck import CAPTION_HEIGHT, deck_end, deck_open, step_header
 from app.draw.svg import esc, spans_text
-from app.scenes.train.deck import BOTTOM, LEFT, RIGHT, TOP, Deck, FrameView, Rect
+from app.scenes.train.deck import Deck, FrameView, Rect
 
 PATTERNS = ('<pattern id="tr-bubble-hatch" width="8" height="8" patternUnits="userSpaceOnUse">'
             '<circle class="tr-bubble-dot" cx="4" cy="4" r="1.6"/></pattern>'
@@ -36,14 +36,15 @@ def _filled(rects: tuple[Rect, ...], cls: str = "") -> list[str]:
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,
-           caption: tuple[str, ...] = (), style: str = "") -> Markup:
+           caption: tuple[str, ...] | list[str] = (), style: str = "") -> Markup:
     w = deck.width
     height = deck.height + (CAPTION_HEIGHT if standalone else 0)
     out = [deck_open(w, deck.height, deck.title, standalone=standalone, style=style,
-                     defs=PATTERNS),
+                     defs=PATTERNS, box=deck.box),
            f'<rect class="bg" x="0" y="0" width="{w}" height="{height}"/>',
-           f'<text class="muted" x="{w - 16}" y="32" text-anchor="end" font-size="17">'
-           f'{esc(deck.title)}</text>']
+           f'<text class="muted title" text-anchor="end" font-size="{deck.small}">'
+           + "".join(f'<tspan x="{x}" y="{y}">{esc(t)}</tspan>' for x, y, t in deck.title_lines)
+           + "</text>"]
     out += _rows(deck)
     out.append('<g class="frames" shape-rendering="crispEdges">')
     for f in deck.frames[:current + 1]:
@@ -56,36 +57,38 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
 
 
 def _rows(deck: Deck) -> list[str]:
-    """What every frame shares: the rows, the rank names, the time axis."""
+    """What every frame shares: the rows, the rank names, the time axis and its grid."""
+    left, right = deck.axis.left, deck.axis.right
     out = ['<g class="tr-rows">']
     for row in deck.rows:
-        out.append(f'<rect class="tr-row" x="{LEFT}" y="{row.compute_y}" '
-                   f'width="{RIGHT - LEFT}" height="{row.compute_h}"/>')
-        out += [f'<rect class="tr-lane" x="{LEFT}" y="{y}" width="{RIGHT - LEFT}" '
+        out.append(f'<rect class="tr-row" x="{left}" y="{row.compute_y}" '
+                   f'width="{right - left:.1f}" height="{row.compute_h}"/>')
+        out += [f'<rect class="tr-lane" x="{left}" y="{y}" width="{right - left:.1f}" '
                 f'height="{h}"/>' for _, y, h in row.lanes]
     out.append("</g>")
+    gap = deck.small * 0.8
     names, coords, sides = [], [], []
     for row in deck.rows:
-        if row.coords:
-            names.append(f'<tspan x="{LEFT - 10}" y="{row.compute_y + row.compute_h / 2 - 2}" '
-                         f'font-size="{row.font}">{esc(row.label)}</tspan>')
-            coords.append(f'<tspan x="{LEFT - 10}" y="{row.compute_y + row.compute_h / 2 + 17}"'
-                          f'>{esc(row.coords)}</tspan>')
-        else:
-            names.append(f'<tspan x="{LEFT - 10}" y="{row.compute_y + row.compute_h / 2 + 6}" '
-                         f'font-size="{row.font}">{esc(row.label)}</tspan>')
+        middle = row.compute_y + row.compute_h / 2
+        if row.label and row.coords:
+            names.append(f'<tspan x="{left - gap:.1f}" y="{middle:.1f}" dy="0.35em">'
+                         f'{esc(row.label)}</tspan>')
+            coords.append(f'<tspan x="{left - gap:.1f}" y="{middle + deck.text * 1.15:.1f}" '
+                          f'dy="0.35em">{esc(row.coords)}</tspan>')
+        elif row.label:
+            names.append(f'<tspan x="{left - gap:.1f}" y="{row.y + row.h / 2:.1f}" '
+                         f'dy="0.35em">{esc(row.label)}</tspan>')
         if row.side:
-            sides.append(f'<tspan x="{RIGHT + 10}" y="{row.compute_y + row.compute_h / 2 + 6}">'
+            sides.append(f'<tspan x="{deck.side_x}" y="{row.y + row.h / 2:.1f}" dy="0.35em">'
                          f'{esc(row.side)}</tspan>')
-    out.append(spans_text('class="ink" text-anchor="end" font-weight="600"', names))
-    out.append(spans_text('class="muted" text-anchor="end" font-size="15"', coords))
-    out.append(spans_text('class="muted" font-size="15"', sides))
-    y = BOTTOM + 4
-    out.append(f'<line class="axis-line" x1="{LEFT}" x2="{RIGHT}" y1="{y}" y2="{y}"/>')
-    out += [f'<line class="axis-line" x1="{x}" x2="{x}" y1="{y}" y2="{y + 6}"/>'
-            for x, _ in deck.ticks]
-    out.append(spans_text('class="muted" text-anchor="middle" font-size="16"',
-                          [f'<tspan x="{x}" y="{y + 24}">{esc(label)}</tspan>'
+    out.append(spans_text(f'class="ink" text-anchor="end" font-weight="600" '
+                          f'font-size="{deck.text}"', names))
+    out.append(spans_text(f'class="muted" text-anchor="end" font-size="{deck.small}"', coords))
+    out.append(spans_text(f'class="muted" font-size="{deck.small}"', sides))
+    out.append('<path class="grid" fill="none" d="'
+               + "".join(f"M{x} {deck.grid_top}V{deck.bottom}" for x, _ in deck.ticks) + '"/>')
+    out.append(spans_text(f'class="muted" text-anchor="middle" font-size="{deck.small}"',
+                          [f'<tspan x="{x}" y="{deck.axis_y}">{esc(label)}</tspan>'
                            for x, label in deck.ticks]))
     return out
 
@@ -101,29 +104,27 @@ def _frame(deck: Deck, f: FrameView, current: int) -> list[str]:
     if f.exposed:
         out.append(f'<path class="tr-exposed" d="{_path(f.exposed)}"/>')
     out += _filled(f.rects)
-    for size in sorted({t.size for t in f.labels}):
-        spans = [f'<tspan x="{t.x}" y="{t.y}" fill="{t.ink}">{esc(t.text)}</tspan>'
-                 for t in f.labels if t.size == size]
-        out.append(spans_text(f'class="tr-pass" text-anchor="middle" '
-                              f'dominant-baseline="central" font-size="{size:g}"', spans))
+    spans = [f'<tspan x="{t.x}" y="{t.y}" fill="{t.ink}">{esc(t.text)}</tspan>'
+             for t in f.labels]
+    out.append(spans_text(f'class="tr-pass" text-anchor="middle" dominant-baseline="central" '
+                          f'font-size="{deck.small}"', spans))
+    x, y, size = deck.header
     out.append(f'<g class="only-current"><line class="cursor" x1="{f.cursor}" x2="{f.cursor}" '
-               f'y1="{TOP - 8}" y2="{BOTTOM + 4}"/>'
-               f'<text class="ink step-header" x="22" y="36" font-size="24" '
-               f'font-weight="700">{esc(f.header)}</text></g>')
+               f'y1="{deck.grid_top}" y2="{deck.bottom}"/>'
+               + step_header(f.header, x=x, y=y, size=size) + "</g>")
     out.append("</g>")
     return out
 
 
 def _legend(deck: Deck) -> list[str]:
+    side = deck.swatch
     out = ['<g class="legend">']
     for kind, fill, _, x, y in deck.legend:
         paint = f'class="{fill[6:]}"' if fill.startswith("class:") else f'fill="{fill}"'
-        out.append(f'<rect {paint} x="{x}" y="{y - 14}" width="26" height="18" rx="2"/>')
-    out.append(spans_text('class="muted" font-size="16"',
-                          [f'<tspan x="{x + 34}" y="{y}">{esc(text)}</tspan>'
-                           for _, _, text, x, y in deck.legend]))
-    if deck.lane_note:
-        out.append(f'<text class="muted" x="{LEFT}" y="{TOP - 16}" font-size="16">'
-                   f'{esc(deck.lane_note)}</text>')
+        out.append(f'<rect {paint} x="{x}" y="{y}" width="{side}" height="{side}" rx="2"/>')
+    dx, dy = round(side + deck.small * 0.45, 1), round(side * 0.5 + deck.small * 0.36, 1)
+    out.append(spans_text(f'class="muted" font-size="{deck.small}"',
+                          [f'<tspan x="{round(x + dx, 1)}" y="{round(y + dy, 1)}">{esc(text)}'
+                           f'</tspan>' for _, _, text, x, y in deck.legend]))
     out.append("</g>")
     return out

@@ -5,13 +5,15 @@ scene at these sizes, and the real run."""
 
 from __future__ import annotations
 
-import textwrap
+from dataclasses import replace
 from functools import lru_cache
 
 from markupsafe import Markup
 from pydantic import ValidationError
 
 from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.humanize import human_bytes, human_time_us
 from app.jobs.launch import torchrun_line
 from app.scene import traced
@@ -28,13 +30,15 @@ from app.templating import LIGHT_COLOURS, PAGE_COLOURS, render
 
 
 @memoised(DECKS)
-def deck_of(p: TrainParams) -> view.Deck:
-    return view.build_deck(traced(simulate, p))
+def deck_of(p: TrainParams, box: Box) -> view.Deck:
+    return view.build_deck(traced(simulate, p), box)
 
 
 @memoised(DECKS)
-def deck_svg(p: TrainParams, frame: int) -> Markup:
-    return train_svg.render(deck_of(p), frame)
+def deck_svg(p: TrainParams, frame: int, box: Box) -> Markup:
+    """The page's deck for ``box``, showing ``frame`` first (cached: decks are pure functions
+    of their params and box)."""
+    return train_svg.render(deck_of(p, box), frame)
 
 
 @lru_cache(maxsize=2)
@@ -50,8 +54,8 @@ def mesh_markup(p: TrainParams) -> Markup:
     return mesh_svg.render(mesh_view.build_deck(trace, only=0), 0)
 
 
-def page_view(p: TrainParams, trace: TrainTrace, frame: int) -> dict:
-    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p),
+def page_view(p: TrainParams, trace: TrainTrace, frame: int, box: Box = PAGE) -> dict:
+    return {"deck_svg": deck_svg(p, frame, box), "deck_title": view.deck_title(p),
             "mesh_svg": mesh_markup(p), "split_rows": split_rows(trace),
             "memory_rows": [m.to_dict() for m in trace.memory], "links": scene_links(p),
             "groups": group_lines(trace), "torchrun": torchrun_line(CHECK, p, **nodes_of(p)),
@@ -69,12 +73,14 @@ def form_view() -> dict:
     return {"style": Markup(mesh_style(False) + train_style(False))}
 
 
-def export_view(p: TrainParams, trace: TrainTrace, frame: int) -> dict:
-    caption = tuple(textwrap.wrap(trace.frames[frame].caption, 128)[:3])
+def export_view(p: TrainParams, trace: TrainTrace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
     from app.templating import deck_style
-    return {"deck_svg": train_svg.render(view.build_deck(trace, upto=frame), frame,
-                                         standalone=True, caption=caption,
-                                         style=deck_style(standalone=True) + train_style(True))}
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    return {"deck_svg": train_svg.render(
+        view.build_deck(trace, drawing, upto=frame), frame, standalone=True,
+        caption=caption_lines(trace.frames[frame].caption, box.width),
+        style=deck_style(standalone=True) + train_style(True))}
 
 
 def split_rows(trace: TrainTrace) -> list[dict]:
