@@ -86,7 +86,7 @@ def test_svg_of_every_frame(client, query, frames):
     assert len(body["frames"]) == frames
     for frame in range(frames):
         root = check_svg(client, "context-parallel", query, frame)
-        assert root.get("viewBox").startswith("0 0 1040 ")
+        assert root.get("viewBox").startswith("0 0 1280 ")   # drawn for a 16:9 slide's width
 
 
 @pytest.mark.parametrize("query,param,words", [

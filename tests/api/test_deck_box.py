@@ -92,12 +92,15 @@ def test_a_slide_export_is_16_by_9(client):
     assert Image.open(io.BytesIO(png)).size == (960, 540)
 
 
-def test_a_scene_still_to_do_ignores_the_box(client):
-    slug = next(s.slug for s in SCENES if not s.boxed)
-    plain = client.get(f"/embed/{slug}").text
-    assert client.get(f"/embed/{slug}?box=920x360&font=1.5").text == plain
-    assert "data-box" not in deck_tag(plain)
-    assert client.get(f"/embed/{slug}?box=1x1").status_code == 422   # still checked
+def test_every_scene_lays_its_deck_out_for_its_box(client):
+    """Issue 27 item 1 done: no scene keeps a fixed-size deck; each embed's deck says the box it
+    was drawn for, another box draws another deck, and a box out of range is refused."""
+    assert [s.slug for s in SCENES if not s.boxed] == []
+    for scene in SCENES:
+        plain = client.get(f"/embed/{scene.slug}").text
+        assert "data-box" in deck_tag(plain), scene.slug
+        assert client.get(f"/embed/{scene.slug}?box=1840x840&font=1.5").text != plain, scene.slug
+        assert client.get(f"/embed/{scene.slug}?box=1x1").status_code == 422
 
 
 def test_buckets_cover_each_view_with_one_box():

@@ -77,7 +77,7 @@ def test_page_fragment_embed(client):
 @pytest.mark.parametrize("frame", range(8))
 def test_svg_of_every_frame(client, frame):
     root = check_svg(client, "moe", DEFAULT, frame)
-    assert root.get("viewBox").startswith("0 0 1040 ")
+    assert root.get("viewBox").startswith("0 0 1280 ")   # drawn for a 16:9 slide's width
 
 
 @pytest.mark.parametrize("query", ["capacity_factor=0", "ep=1", "ep=8&tokens=64&experts=64&top_k=8",

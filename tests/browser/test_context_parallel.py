@@ -55,6 +55,8 @@ def test_embed_opens_inside_an_iframe(page):
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
 def test_the_player_fits_a_projector_screen(page, size):
     open_page(page, "/context-parallel?frame=2", *size)
+    # the deck is laid out for its box: measured once box.js has swapped in this window's
+    page.wait_for_function("() => !window.ShardscopeBox || window.ShardscopeBox.settled()")
     box = page.locator("[data-player]").bounding_box()
     assert box["height"] <= size[1], box
     assert smallest_label(page) * 960 / 1040 >= 12

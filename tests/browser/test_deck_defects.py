@@ -125,6 +125,8 @@ def test_moe_arrows_land_on_their_column_and_run_under_the_numbers(page, query):
     page.set_viewport_size({"width": 1920, "height": 1080})
     page.goto(f"{page.base}/moe?{query}&frame=2&present=1")
     page.wait_for_load_state("load")
+    # the deck is laid out for its box: wait until box.js has swapped in this frame's layout
+    page.wait_for_function("() => !window.ShardscopeBox || window.ShardscopeBox.settled()")
     found = page.evaluate(ARROWS)
     assert found["ends"], "no arrows drawn"
     for end in found["ends"]:

@@ -23,7 +23,7 @@ from app.main import SCENES
 from tests.browser.legibility import VIEWS, View, measure, misses, open_view, summary
 from tests.conftest import ARTIFACTS
 
-TODO: set[str] = {"moe", "context-parallel"}
+TODO: set[str] = set()
 """Scenes whose decks are not yet laid out for their box (docs/legibility.md): take a scene off
 when its deck is reflowed — this test then holds it to the targets."""
 

@@ -66,6 +66,8 @@ def test_a_bad_choice_shows_inline_and_recovers(page):
 def test_the_player_fits_a_projector_screen(page):
     """1280×720: once the player is scrolled to the top, deck, caption and bar are on screen."""
     open_page(page, "/moe?frame=2", 1280, 720)
+    # the deck is laid out for its box: measured once box.js has swapped in this window's
+    page.wait_for_function("() => !window.ShardscopeBox || window.ShardscopeBox.settled()")
     box = page.locator("[data-player]").bounding_box()
     assert box["height"] <= 720, box
     width = page.locator("svg.deck").bounding_box()["width"]

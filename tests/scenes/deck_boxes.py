@@ -1,5 +1,6 @@
 """What the tests of the decks laid out for their box share (test_data_parallel_deck.py,
-test_train_deck.py, test_tensor_parallel_labels.py): the boxes they lay a deck out in, a
+test_train_deck.py, test_tensor_parallel_labels.py, test_context_parallel_deck.py,
+test_moe_deck.py): the boxes they lay a deck out in, a
 label's extent measured with Pillow from DejaVu Sans (tests/scenes/test_memory_deck.py), each
 state simulated once for all the boxes, and the parametrisation over states × boxes."""
 
@@ -11,11 +12,25 @@ from functools import lru_cache
 import pytest
 
 from app.draw.box import Box
-from tests.scenes.test_memory_deck import FONTS, width
+from tests.scenes.test_memory_deck import FONTS
 
 BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
 """The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's (drawn
 560 wide at least) and larger type."""
+
+
+@lru_cache(maxsize=2)
+def _font(bold: bool):
+    from PIL import ImageFont
+    return ImageFont.truetype(str(FONTS / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")),
+                              1000)
+
+
+@lru_cache(maxsize=65536)
+def width(text: str, size: float, bold: bool) -> float:
+    """``text``'s width at ``size`` (tests/scenes/test_memory_deck.py's, the fonts loaded once:
+    a deck at 1840 × 840 writes thousands of labels)."""
+    return _font(bold).getlength(text) / 1000 * size
 
 
 def extent(x, y, text, size, anchor="start", bold=False, middle=False):
@@ -25,6 +40,21 @@ def extent(x, y, text, size, anchor="start", bold=False, middle=False):
     w = width(text, size, bold)
     x0 = x - w if anchor == "end" else x - w / 2 if anchor == "middle" else x
     return x0, base - 0.76 * size, x0 + w, base + 0.24 * size
+
+
+def label_box(t):
+    """:func:`extent` of a label value (``x``, ``y``, ``text``, ``size``, ``anchor``,
+    ``weight``: app.draw.shapes.Text and the decks' own)."""
+    return extent(t.x, t.y, t.text, t.size, t.anchor, t.weight >= 600)
+
+
+def overlapping(labels) -> list[tuple[str, str]]:
+    """The pairs of ``labels`` whose boxes share more than half a unit either way."""
+    boxes = [label_box(t) for t in labels]
+    return [(labels[i].text, labels[j].text) for i, a in enumerate(boxes)
+            for j, b in enumerate(boxes[i + 1:], i + 1)
+            if not (a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5
+                    or b[3] <= a[1] + 0.5)]
 
 
 def tracer(simulate: Callable, params: type) -> Callable[[dict], object]:

@@ -24,4 +24,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="cp",
     preview="frame=2",
+    boxed=True,
 )

@@ -3,10 +3,13 @@ KV, Ulysses, hybrid on real numbers), the cost panels and the real run's command
 
 from __future__ import annotations
 
-from functools import lru_cache
+from dataclasses import replace
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.humanize import human_bytes, human_time_us
 from app.draw.plot import line_chart
 from app.jobs.launch import torchrun_line
@@ -18,18 +21,14 @@ from app.sim.context_parallel.captions import METHOD_NAMES
 from app.sim.context_parallel.params import MAX_SEQ, ContextParallelParams
 from app.sim.context_parallel.simulate import scale_dict, simulate
 from app.catalog.models import PRESETS
-from app.templating import deck_style, export_context
+from app.templating import deck_style
 
 
-@lru_cache(maxsize=64)
-def deck_of(p: ContextParallelParams) -> view.CpDeck:
-    return view.build_deck(traced(simulate, p))
-
-
-@lru_cache(maxsize=64)
-def deck_svg(p: ContextParallelParams, frame: int) -> Markup:
-    """The page's deck, showing ``frame`` first; later frames wait in a template."""
-    return cp_svg.render(deck_of(p), frame)
+@memoised(DECKS)
+def deck_svg(p: ContextParallelParams, frame: int, box: Box) -> Markup:
+    """The page's deck laid out for ``box``, showing ``frame`` first; later frames wait in a
+    template (cached: a deck is a pure function of its params and box)."""
+    return cp_svg.render(view.build_deck(traced(simulate, p), box), frame)
 
 
 def tokens(n: float) -> str:
@@ -42,9 +41,9 @@ def tokens(n: float) -> str:
     return f"{n:,}"
 
 
-def page_view(p: ContextParallelParams, trace, frame: int) -> dict:
+def page_view(p: ContextParallelParams, trace, frame: int, box: Box = PAGE) -> dict:
     scale = scale_dict(p, trace.scale)
-    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p),
+    return {"deck_svg": deck_svg(p, frame, box), "deck_title": view.deck_title(p),
             "scale": scale, "model_name": PRESETS[p.preset].name,
             "wall_chart": wall_chart(p, scale), "flops_chart": flops_chart(p, scale),
             "memory_chart": memory_chart(p, scale), "needed": needed_rows(scale),
@@ -56,10 +55,12 @@ def form_view() -> dict:
     return {"max_seq": MAX_SEQ}
 
 
-def export_view(p: ContextParallelParams, trace, frame: int) -> dict:
-    context = export_context(deck_of(p), trace, frame)
-    return {"deck_svg": cp_svg.render(context["deck"], frame, standalone=True,
-                                      caption=tuple(context["caption"]),
+def export_view(p: ContextParallelParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    return {"deck_svg": cp_svg.render(view.build_deck(trace, drawing), frame, standalone=True,
+                                      caption=caption_lines(trace.frames[frame].caption,
+                                                            box.width),
                                       style=deck_style(standalone=True))}
 
 

@@ -24,4 +24,5 @@ SCENE = Scene(
     verify=CHECK,
     key_slider="skew",
     preview="frame=3",
+    boxed=True,
 )

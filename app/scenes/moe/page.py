@@ -3,11 +3,14 @@ table of the MoE presets, the real run's command line."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from markupsafe import Markup
 
+from app.caches import DECKS, memoised
+from app.draw.box import EXPORT, PAGE, Box
+from app.draw.deck import CAPTION_HEIGHT, caption_lines
 from app.draw.plot import line_chart
 from app.jobs.launch import torchrun_line
 from app.scene import traced
@@ -24,7 +27,7 @@ from app.sim.moe.parallel import (
 from app.sim.moe.params import MoeParams
 from app.sim.moe.presets import PRESETS
 from app.sim.moe.simulate import simulate
-from app.templating import deck_style, export_context
+from app.templating import deck_style
 
 METHOD_NAMES = {"none": "no balancing", "aux_loss": "auxiliary loss E·Σ fᵢPᵢ",
                 "z_loss": "router z-loss only", "aux_free_bias": "aux-loss-free bias (DeepSeek-V3)"}
@@ -41,19 +44,15 @@ BALANCE_EXPERTS = 16
 """The load table lists each expert up to this many experts, else the busiest and idlest."""
 
 
-@lru_cache(maxsize=64)
-def deck_of(p: MoeParams) -> view.MoeDeck:
-    return view.build_deck(traced(simulate, p))
+@memoised(DECKS)
+def deck_svg(p: MoeParams, frame: int, box: Box) -> Markup:
+    """The page's deck laid out for ``box``, showing ``frame`` first; later frames wait in a
+    template (cached: a deck is a pure function of its params and box)."""
+    return moe_svg.render(view.build_deck(traced(simulate, p), box), frame)
 
 
-@lru_cache(maxsize=64)
-def deck_svg(p: MoeParams, frame: int) -> Markup:
-    """The page's deck, showing ``frame`` first; later frames wait in a template."""
-    return moe_svg.render(deck_of(p), frame)
-
-
-def page_view(p: MoeParams, trace, frame: int) -> dict:
-    return {"deck_svg": deck_svg(p, frame), "deck_title": view.deck_title(p),
+def page_view(p: MoeParams, trace, frame: int, box: Box = PAGE) -> dict:
+    return {"deck_svg": deck_svg(p, frame, box), "deck_title": view.deck_title(p),
             "balance_chart": balance_chart(p, trace), "balance_rows": balance_rows(p, trace),
             "layouts": layout_rows(), "torchrun": torchrun_line(CHECK, p),
             "dropped_share": len(trace.drops.dropped) / (p.tokens * p.top_k),
@@ -66,10 +65,12 @@ def form_view() -> dict:
     return {}
 
 
-def export_view(p: MoeParams, trace, frame: int) -> dict:
-    context = export_context(deck_of(p), trace, frame)
-    return {"deck_svg": moe_svg.render(context["deck"], frame, standalone=True,
-                                       caption=tuple(context["caption"]),
+def export_view(p: MoeParams, trace, frame: int, box: Box = EXPORT) -> dict:
+    """Frame ``frame`` as a file whose page is ``box``: the drawing above, the caption under."""
+    drawing = replace(box, height=box.height - CAPTION_HEIGHT)
+    return {"deck_svg": moe_svg.render(view.build_deck(trace, drawing), frame, standalone=True,
+                                       caption=caption_lines(trace.frames[frame].caption,
+                                                             box.width),
                                        style=deck_style(standalone=True))}
 
 
