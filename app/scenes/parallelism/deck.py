@@ -5,7 +5,8 @@ link, the orders compared, the launch.
 
 Each frame is a whole view: only the current one shows (the style hides the others), so a frame
 draws everything it adds; the orders and torchrun frames cover the ranks with their own
-background. Geometry lives here and in :mod:`app.scenes.parallelism.deck_panels` (the frames'
+background. Geometry lives here, in :mod:`app.scenes.parallelism.deck_geometry` (the parts the
+frames share) and in :mod:`app.scenes.parallelism.deck_panels` (the frames'
 texts), markup in :mod:`app.scenes.parallelism.deck_svg`.
 
 The layout (docs/legibility.md): the step's header and the title along the top, the legend's
@@ -30,6 +31,8 @@ from app.draw.layout import LINE, heading, legend_rows
 from app.draw.shapes import Rect, Text
 from app.draw.text import text_width
 from app.sim.parallelism.layout import Layout
+from app.scenes.parallelism.deck_geometry import LEGEND, Frame, Geometry
+from app.scenes.parallelism.deck_panels import frame_shapes, legend_shapes
 from app.sim.parallelism.simulate import ParallelismTrace
 
 MIN_WIDTH, MIN_HEIGHT = 600, 320
@@ -40,17 +43,6 @@ FIGURE = Box(880, 480)
 DETAILED_MAX = 64
 SUMMARY_NODES = 40
 """At most this many nodes' boxes in a summary."""
-KINDS = ("tp", "cp", "ep", "dp", "pp")
-"""The hover strips of a cell, left to right, and the order of the legend."""
-
-AXIS_COLOURS = {"tp": "#7570b3", "cp": "#c99400", "ep": "#e7298a", "dp": "#1f78b4",
-                "pp": "#a6761d", "dp_cp": "#1f78b4", "edp": "#e7298a"}
-"""One colour per axis (ColorBrewer Dark2 and Paired picks, none of them a rank colour: ranks are
-numbered, never coloured, in this deck)."""
-LINK_COLOURS = {"nvlink": "#1b9e77", "infiniband": "#d95f02"}
-LINK_NAMES = {"nvlink": "NVLink", "infiniband": "InfiniBand"}
-LEGEND = ("NVLink, inside a node", "InfiniBand, between nodes", *KINDS)
-"""The legend's items: the two links (a line each, InfiniBand dashed), then the axes."""
 PHASE_TITLES = {"mesh": "The mesh", "nodes": "Nodes", "orders": "Which order?",
                 "torchrun": "Launch with torchrun"}
 
@@ -112,37 +104,6 @@ def group_lists(layout: Layout) -> dict[str, tuple[tuple[int, ...], ...]]:
     """Every group list of ``layout`` by kind, built once (a list of 4,096 ranks takes a few
     milliseconds to turn into tuples, and the deck and the page ask for each several times)."""
     return {kind: layout.groups(kind) for kind in ("tp", "cp", "ep", "dp", "pp", "edp", "dp_cp")}
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Where a frame draws: the box's sizes, the ranks' area and the panel's column, the body
-    between the header and the legend (the orders and torchrun frames take all of it)."""
-
-    box: Box
-    ranks: tuple[float, float, float, float]
-    """x, y, width, height"""
-    panel_x: float
-    panel_w: float
-    top: float
-    bottom: float
-    left: float
-    right: float
-
-    @property
-    def inset(self) -> float:
-        """The margin inside a node's box."""
-        return round(self.box.small * 0.45, 1)
-
-    @property
-    def label_h(self) -> float:
-        """A node box's label row."""
-        return round(self.box.small * LINE + self.inset * 0.6, 1)
-
-    @property
-    def gap(self) -> float:
-        """Between node boxes."""
-        return round(self.box.pad * 0.6, 1)
 
 
 def frame_of(area: Box, top: float, bottom: float) -> Frame:
@@ -258,14 +219,6 @@ def _summary_grid(f: Frame, layout: Layout, top: float, boxes: list, labels: lis
                            small))
 
 
-def node_box_of(deck_nodes: tuple[Rect, ...], node: int, detailed: bool) -> Rect | None:
-    """The box drawing ``node`` (in a summary, box 0 is node 0's detail, box k+1 node k)."""
-    index = node if detailed else node + 1
-    if index < len(deck_nodes) and "more" not in deck_nodes[index].cls:
-        return deck_nodes[index]
-    return None
-
-
 # -- the deck ------------------------------------------------------------------------------------
 
 def headers(trace: ParallelismTrace) -> list[tuple[str, str]]:
@@ -282,8 +235,6 @@ def headers(trace: ParallelismTrace) -> list[tuple[str, str]]:
 
 def build_deck(trace: ParallelismTrace, box: Box = FIGURE, only: int | None = None) -> Deck:
     """Every frame, or only frame ``only`` (a standalone file), laid out for ``box``."""
-    from app.scenes.parallelism.deck_panels import frame_shapes, legend_shapes
-
     p, layout = trace.params, trace.layout
     area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
     named = headers(trace)
@@ -325,37 +276,3 @@ def _group_index(world: int, groups) -> list[int]:
         for r in g:
             out[r] = i
     return out
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """What a frame's overlay is drawn on: the frame's places, the layout, the drawn cells by
-    rank, the node boxes and every group list."""
-
-    frame: Frame
-    layout: Layout
-    detailed: bool
-    cells: dict
-    boxes: tuple
-    groups: dict
-    font: float
-    """the cells' numbers' size"""
-
-    def centre(self, r: int) -> tuple[float, float]:
-        """Where a group's links meet a cell: near its top, above the rank number."""
-        c = self.cells[r]
-        return c.x + c.s / 2, c.y + min(self.frame.box.small * 0.8, c.s * 0.15)
-
-    @property
-    def side(self) -> float:
-        return next(iter(self.cells.values())).s if self.cells else 0.0
-
-    def notes(self, lines: int) -> bool:
-        """Whether a cell holds ``lines`` small lines under its number."""
-        s, small = self.side, self.frame.box.small
-        return s * 0.6 >= self.font * 0.45 + lines * small * LINE + small * 0.4
-
-    @property
-    def number_at(self) -> float:
-        """A cell's number: centred, or up in the cell where the cell holds a note under it."""
-        return 0.36 if self.notes(1) else 0.5

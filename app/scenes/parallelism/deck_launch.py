@@ -11,7 +11,7 @@ from app.draw.column import Column, mono_width
 from app.draw.layout import LINE
 from app.draw.shapes import Rect, Text
 from app.draw.text import text_width
-from app.scenes.parallelism.deck import LINK_COLOURS, Geometry
+from app.scenes.parallelism.deck_geometry import LINK_COLOURS, Geometry
 
 
 def gb(x: float) -> str:

@@ -16,7 +16,7 @@ from app.draw.fmt import coord
 from app.draw.layout import LINE, Legend
 from app.draw.shapes import Path, Rect, Text
 from app.draw.text import text_width
-from app.scenes.parallelism.deck import (
+from app.scenes.parallelism.deck_geometry import (
     AXIS_COLOURS,
     KINDS,
     LEGEND,

@@ -19,7 +19,8 @@ from app.draw import shapes
 from app.draw.deck import frame_start, step_header, write_deck
 from app.draw.shapes import Path, Rect, Text, coord
 from app.draw.svg import esc
-from app.scenes.parallelism.deck import AXIS_COLOURS, KINDS, Deck, FrameView
+from app.scenes.parallelism.deck import Deck, FrameView
+from app.scenes.parallelism.deck_geometry import AXIS_COLOURS, KINDS
 
 
 def render(deck: Deck, current: int, *, standalone: bool = False,

@@ -15,6 +15,7 @@ from app.jobs.launch import torchrun_line
 from app.scene import traced
 from app.scenes.parallelism import deck as view
 from app.scenes.parallelism import deck_svg as mesh_svg
+from app.scenes.parallelism.deck_geometry import AXIS_COLOURS
 from app.scenes.parallelism.check import CHECK
 from app.catalog.models import PRESETS
 from app.sim.parallelism.params import ParallelismParams
@@ -46,7 +47,7 @@ def page_view(p: ParallelismParams, trace, frame: int, box: Box = PAGE) -> dict:
     flows = [{"flow": f, "ms": f.bytes_per_step / (gbs[f.link] * 1e9) * 1e3}
              for f in trace.flows]
     return {"deck_svg": deck_markup(p, frame, box), "deck_title": view.deck_title(p),
-            "flows": flows, "axis_colours": view.AXIS_COLOURS,
+            "flows": flows, "axis_colours": AXIS_COLOURS,
             "rank_rows": [{"rank": r, "node": r // p.gpus_per_node,
                            "local_rank": r % p.gpus_per_node, **layout.coords(r)}
                           for r in range(min(layout.world, RANK_ROWS))],

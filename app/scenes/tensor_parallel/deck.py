@@ -15,7 +15,7 @@ from app.draw.box import Box
 from app.draw.layout import LINE, Heading, heading, legend_rows
 from app.draw.palette import rank_colour
 from app.draw.text import fits, text_width
-from app.scenes.tensor_parallel.deck_check import check_height
+from app.scenes.tensor_parallel.deck_check import check_frame, check_height
 from app.scenes.tensor_parallel.deck_frames import (FrameView, Geometry, Text, source_colour,
                                                     step_frame)
 from app.sim.tensor_parallel.simulate import TensorParallelTrace
@@ -173,8 +173,9 @@ def build_deck(trace: TensorParallelTrace, box: Box, only: int | None = None) ->
         flow_box = boxes[index[step.flow]] if step.flow in index else None
         highlight = ((flow_box.x - 4, flow_box.y - 4, flow_box.w + 8, flow_box.h + 8)
                      if flow_box else None)
-        frames.append(replace(step_frame(k, step, tp, lanes, colour, headers[k], highlight, g),
-                              unit=units[k]))
+        view = (check_frame(k, step, tp, colour, headers[k], g) if step.kind == "check" else
+                step_frame(k, step, tp, lanes, colour, headers[k], highlight, g))
+        frames.append(replace(view, unit=units[k]))
     every = next((e for e in (1, 2, 4) if e * (lane_h + 4) >= text * 1.2), 8)
     label_x = round(left - pad, 1)
     lane_labels = tuple(Text(label_x, round((a + b) / 2 + text * 0.35, 1),

@@ -239,10 +239,8 @@ def _column_head(op: Operand, x: float, w: float, gap: float, g: Geometry) -> li
 
 def step_frame(k: int, step: Step, tp: int, lanes, colour, header: str,
                highlight, g: Geometry) -> FrameView:
+    """A step of the block's program (the check frames are deck_check.check_frame's)."""
     lane_h = lanes[0][1] - lanes[0][0]
-    if step.kind == "check":
-        from app.scenes.tensor_parallel.deck_check import check_frame
-        return check_frame(k, step, tp, colour, header, g)
     ops = list(step.operands) + ([step.result] if step.result is not None else [])
     symbols = list(step.symbols) + [""] * (len(ops) - len(step.symbols))
     band = None

@@ -34,7 +34,7 @@ from app.draw.palette import PASS, mix, text_on
 from app.draw.plot import linear_ticks
 from app.draw.text import fits, text_width
 from app.humanize import human_time_us
-from app.scenes.parallelism.deck import AXIS_COLOURS
+from app.scenes.parallelism.deck_geometry import AXIS_COLOURS
 from app.scenes.pipeline.deck_layers import TimeAxis, pass_fill
 from app.sim.train.split import COMM_LANES
 
