@@ -1,7 +1,7 @@
 """What the tests of the decks laid out for their box share (test_data_parallel_deck.py,
 test_train_deck.py, test_tensor_parallel_labels.py, test_context_parallel_deck.py,
 test_moe_deck.py): the boxes they lay a deck out in, a
-label's extent measured with Pillow from DejaVu Sans (tests/scenes/test_memory_deck.py), each
+label's extent measured with Pillow from DejaVu Sans (tests/scenes/deck_labels.py's width), each
 state simulated once for all the boxes, and the parametrisation over states × boxes."""
 
 from __future__ import annotations
@@ -12,25 +12,11 @@ from functools import lru_cache
 import pytest
 
 from app.draw.box import Box
-from tests.scenes.test_memory_deck import FONTS
+from tests.scenes.deck_labels import HAVE_FONTS, width
 
 BOXES = [Box(920, 360), Box(840, 360), Box(1840, 840), Box(560, 520), Box(920, 360, 1.5)]
 """The embed's, the page's at 1280 × 720, presentation mode's at 1920 × 1080, a phone's (drawn
 560 wide at least) and larger type."""
-
-
-@lru_cache(maxsize=2)
-def _font(bold: bool):
-    from PIL import ImageFont
-    return ImageFont.truetype(str(FONTS / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")),
-                              1000)
-
-
-@lru_cache(maxsize=65536)
-def width(text: str, size: float, bold: bool) -> float:
-    """``text``'s width at ``size`` (tests/scenes/test_memory_deck.py's, the fonts loaded once:
-    a deck at 1840 × 840 writes thousands of labels)."""
-    return _font(bold).getlength(text) / 1000 * size
 
 
 def extent(x, y, text, size, anchor="start", bold=False, middle=False):
@@ -68,6 +54,6 @@ def in_boxes(queries: list[dict]):
     def decorate(test):
         test = pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])(
             pytest.mark.parametrize("query", queries, ids=range(len(queries)))(test))
-        return pytest.mark.skipif(not (FONTS / "DejaVuSans.ttf").exists(),
+        return pytest.mark.skipif(not HAVE_FONTS,
                                   reason="DejaVu Sans not installed")(test)
     return decorate

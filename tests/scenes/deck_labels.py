@@ -25,7 +25,8 @@ def em(text: str, bold: bool, mono: bool) -> float:
     return font(name).getlength(text) / 1000
 
 
-def width(text: str, size: float, bold: bool, mono: bool = False) -> float:
+def width(text: str, size: float, bold: bool = False, mono: bool = False) -> float:
+    """``text``'s advance width at ``size`` (every deck test's one measure of a label)."""
     return em(text, bold, mono) * size
 
 

@@ -4,18 +4,7 @@ that holds every pair of boxes apart."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
-FONTS = Path("/usr/share/fonts/truetype/dejavu")
-HAVE_FONTS = (FONTS / "DejaVuSans.ttf").exists()
-
-
-@lru_cache(maxsize=None)
-def width(text: str, size: float, bold: bool = False) -> float:
-    from PIL import ImageFont
-    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
-    return ImageFont.truetype(str(FONTS / name), 1000).getlength(text) / 1000 * size
+from tests.scenes.deck_labels import HAVE_FONTS, apart, width  # noqa: F401  (the tests import them here)
 
 
 def extent(x: float, y: float, text: str, size: float, anchor: str = "start",
@@ -27,10 +16,6 @@ def extent(x: float, y: float, text: str, size: float, anchor: str = "start",
     if central:
         return x0, y - 0.4 * size, x0 + w, y + 0.4 * size
     return x0, y - 0.76 * size, x0 + w, y + 0.24 * size
-
-
-def apart(a, b) -> bool:
-    return a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5 or b[3] <= a[1] + 0.5
 
 
 def assert_apart(boxes: list, texts: list, where="") -> None:
