@@ -55,11 +55,18 @@ def caption(page):
     return page.locator("[data-captions] > li:not([hidden])")
 
 
+BOX_SETTLED = "() => !window.ShardscopeBox || window.ShardscopeBox.settled()"
+"""static/js/box.js has the deck laid out for its frame (until then a deck drawn for another box
+is kept unseen): what a person sees once the page has loaded."""
+
+
 def open_page(page, path: str, width: int, height: int) -> None:
-    """``path`` in a window of ``width`` × ``height`` CSS pixels, loaded."""
+    """``path`` in a window of ``width`` × ``height`` CSS pixels, loaded and its deck laid out
+    for its box."""
     page.set_viewport_size({"width": width, "height": height})
     page.goto(page.base + path)
     page.wait_for_load_state("load")
+    page.wait_for_function(BOX_SETTLED)
 
 
 def from_the_course(page, link: str, slug: str, exact: bool = False) -> None:

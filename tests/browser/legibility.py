@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tests.browser.helpers import BOX_SETTLED
+
 VIEWPORT_PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True,
                   "has_touch": True, "device_scale_factor": 3}
 
@@ -175,7 +177,7 @@ def open_view(page, base: str, view: View, slug: str, query: str = "") -> int:
     assert response is not None and response.status == 200, \
         f"{view.name} {slug}{query}: {response and response.status}"
     page.wait_for_selector("[data-player] svg.deck", state="attached")
-    page.wait_for_function("() => !window.ShardscopeBox || window.ShardscopeBox.settled()")
+    page.wait_for_function(BOX_SETTLED)
     return page.evaluate("() => { const r = document.querySelector('[data-player]');"
                          " return r && r.__player ? r.__player.frames : 1; }")
 

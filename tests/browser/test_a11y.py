@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 
 from app.main import SCENES
+from tests.browser import helpers
 from tests.browser.contrast import text_contrasts
 
 SLUGS = [s.slug for s in SCENES]
@@ -38,9 +39,7 @@ def axe(page, exclude=()):
 
 
 def open_page(page, path, width=1280, height=720):
-    page.set_viewport_size({"width": width, "height": height})
-    page.goto(page.base + path)
-    page.wait_for_load_state("load")
+    helpers.open_page(page, path, width, height)
 
 
 @pytest.mark.parametrize("slug", SLUGS)

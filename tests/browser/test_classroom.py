@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.main import SCENES
-from tests.browser.helpers import UNPROCESSABLE, frame_shown, open_page, position
+from tests.browser.helpers import BOX_SETTLED, UNPROCESSABLE, frame_shown, open_page, position
 
 SLUGS = [s.slug for s in SCENES]
 KEY_SLIDER = {s.slug: s.key_slider for s in SCENES}
@@ -347,8 +347,11 @@ def test_the_key_overlay_offers_only_accepted_stops(page):
         assert page.is_visible("#stage svg.deck")
         page.wait_for_timeout(300)          # the new state's stops
     assert seen == ["8", "16", "32"] or seen[:2] == ["8", "16"], seen
-    page.keyboard.press("Home")
+    with page.expect_response(lambda r: "/context-parallel?" in r.url and "cp=2&" in r.url):
+        page.keyboard.press("Home")
     page.wait_for_function("document.querySelector('#controls input[name=\"cp\"]').value === '2'")
+    page.wait_for_url(re.compile(r"[?&]cp=2&"))      # the cp 2 stage is in (a key pressed before
+    page.wait_for_function(BOX_SETTLED)               # it lands would step the old one)
     page.keyboard.press("PageDown")         # the player's keys still work
     assert frame_shown(page) == 1
 

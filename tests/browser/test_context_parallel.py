@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (caption, drag, embedded, from_the_course, open_page, position,
+from tests.browser.helpers import (BOX_SETTLED, caption, drag, embedded, from_the_course, open_page, position,
                                    press, shows_problem, smallest_label)
 
 pytestmark = pytest.mark.browser
@@ -56,7 +56,7 @@ def test_embed_opens_inside_an_iframe(page):
 def test_the_player_fits_a_projector_screen(page, size):
     open_page(page, "/context-parallel?frame=2", *size)
     # the deck is laid out for its box: measured once box.js has swapped in this window's
-    page.wait_for_function("() => !window.ShardscopeBox || window.ShardscopeBox.settled()")
+    page.wait_for_function(BOX_SETTLED)
     box = page.locator("[data-player]").bounding_box()
     assert box["height"] <= size[1], box
     assert smallest_label(page) * 960 / 1040 >= 12

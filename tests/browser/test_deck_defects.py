@@ -15,6 +15,7 @@ import re
 import pytest
 
 from app.main import SCENES
+from tests.browser.helpers import BOX_SETTLED
 
 pytestmark = pytest.mark.browser
 
@@ -126,7 +127,7 @@ def test_moe_arrows_land_on_their_column_and_run_under_the_numbers(page, query):
     page.goto(f"{page.base}/moe?{query}&frame=2&present=1")
     page.wait_for_load_state("load")
     # the deck is laid out for its box: wait until box.js has swapped in this frame's layout
-    page.wait_for_function("() => !window.ShardscopeBox || window.ShardscopeBox.settled()")
+    page.wait_for_function(BOX_SETTLED)
     found = page.evaluate(ARROWS)
     assert found["ends"], "no arrows drawn"
     for end in found["ends"]:

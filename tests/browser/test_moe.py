@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (caption, drag, embedded, from_the_course, open_page, position,
+from tests.browser.helpers import (BOX_SETTLED, caption, drag, embedded, from_the_course, open_page, position,
                                    press, shows_problem, smallest_label)
 
 pytestmark = pytest.mark.browser
@@ -67,7 +67,7 @@ def test_the_player_fits_a_projector_screen(page):
     """1280×720: once the player is scrolled to the top, deck, caption and bar are on screen."""
     open_page(page, "/moe?frame=2", 1280, 720)
     # the deck is laid out for its box: measured once box.js has swapped in this window's
-    page.wait_for_function("() => !window.ShardscopeBox || window.ShardscopeBox.settled()")
+    page.wait_for_function(BOX_SETTLED)
     box = page.locator("[data-player]").bounding_box()
     assert box["height"] <= 720, box
     width = page.locator("svg.deck").bounding_box()["width"]

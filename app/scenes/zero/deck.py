@@ -126,7 +126,7 @@ def headers(p, trace: ZeroTrace, last: int) -> tuple[list[str], list[str]]:
         what = (f"{phase.phase.replace('_', '-')}"
                 + (f" · layer {phase.unit}" if phase.unit >= 0 else ""))
         out.append(f"Before training step {p.steps}" if k == 0 else
-                   f"Step {p.steps} · phase {k} of {n_frames} · {what}")
+                   f"Training step {p.steps} · phase {k} of {n_frames} · {what}")
         units.append(f"before training step {p.steps}" if k == 0 else
                      f"training step {p.steps}, phase {k} of {n_frames}: {what}")
     return out, units
