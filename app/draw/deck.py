@@ -120,18 +120,6 @@ def write_deck(width: float, height: float, label: str, frames: Sequence, curren
     return Markup("".join(out))
 
 
-def titled_deck(deck: Any, current: int, frame: Callable[[Any], list[str]], *,
-                standalone: bool, caption: Iterable[str] = (), style: str = "",
-                defs: str = "") -> Markup:
-    """:func:`write_deck` of a ``deck`` with ``width``, ``height``, ``title`` and ``frames``
-    whose only fixture is its title, muted at the top right (the context-parallel and MoE
-    decks: every frame draws the whole of what it shows)."""
-    return write_deck(deck.width, deck.height, deck.title, deck.frames, current, frame,
-                      standalone=standalone, caption=caption, style=style, defs=defs,
-                      under=[deck_title(deck.title, deck.width, size=15, cls="muted", inset=16,
-                                        y=32)])
-
-
 CAPTION_SIZE, CAPTION_LINES = 17, 3
 
 
