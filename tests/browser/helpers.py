@@ -74,6 +74,7 @@ def from_the_course(page, link: str, slug: str, exact: bool = False) -> None:
     page.goto(page.base + "/")
     page.get_by_role("link", name=link, exact=exact).first.click()
     page.wait_for_url(f"**/{slug}")
+    page.wait_for_function(BOX_SETTLED)    # the deck laid out for its box (hidden until then)
 
 
 def embedded(page, path: str):
