@@ -254,31 +254,52 @@ def _schedule(programs: list[Program], machines: tuple[Machine, ...]) -> tuple[S
         union = list(dict.fromkeys(d for j in jobs for d in j.deps))
         for j in jobs:
             j.deps = union
+    merged = _program_order(programs)
+    meta = {j.name: j for j in merged}
+    fixed = [(j.name, f"{j.rank}/{j.lane}", j.cost, tuple(j.deps), j.kind) for j in merged]
+    out = []
+    for machine in machines:
+        timed: dict[tuple, float] = {}           # many tasks cost the same: time each once
+        tasks = []
+        for name, lane, cost, deps, kind in fixed:
+            us = timed.get(cost)
+            if us is None:
+                us = timed[cost] = duration(cost, machine) * 1e6
+            tasks.append(Task(name, lane, us, deps, kind))
+        spans = schedule(tasks)
+        out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6))
+    return tuple(out)
+
+
+def _program_order(programs: list[Program]) -> list[Job]:
+    """The rank programs as one list in which every job follows what it waits for, each rank's
+    order kept: a rank's program runs until a job waits for one not yet listed, and is woken
+    when that one is (each job and each dependency looked at a bounded number of times)."""
     queues = [pr.jobs for pr in programs]
     heads = [0] * len(queues)
     done: set[str] = set()
+    waiting: dict[str, list[int]] = defaultdict(list)
     merged: list[Job] = []
-    while len(merged) < sum(map(len, queues)):
-        progressed = False
-        for k, q in enumerate(queues):
-            i = heads[k]
-            while i < len(q) and all(d in done for d in q[i].deps):
-                done.add(q[i].name)
-                merged.append(q[i])
-                i += 1
-            progressed |= i > heads[k]
-            heads[k] = i
-        if not progressed:
-            stuck = [q[heads[k]] for k, q in enumerate(queues) if heads[k] < len(q)]
-            raise ValueError(f"the step's programs deadlock at "
-                             f"{[(j.rank, j.kind, j.meta) for j in stuck[:4]]}")
-    meta = {j.name: j for j in merged}
-    out = []
-    for machine in machines:
-        spans = schedule([Task(j.name, f"{j.rank}/{j.lane}", duration(j.cost, machine) * 1e6,
-                               tuple(j.deps), j.kind) for j in merged])
-        out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6))
-    return tuple(out)
+    ready = list(range(len(queues) - 1, -1, -1))
+    while ready:
+        k = ready.pop()
+        q, i = queues[k], heads[k]
+        while i < len(q):
+            job = q[i]
+            missing = next((d for d in job.deps if d not in done), None)
+            if missing is not None:
+                waiting[missing].append(k)
+                break
+            done.add(job.name)
+            merged.append(job)
+            i += 1
+            ready.extend(waiting.pop(job.name, ()))
+        heads[k] = i
+    if len(merged) < sum(map(len, queues)):
+        stuck = [q[heads[k]] for k, q in enumerate(queues) if heads[k] < len(q)]
+        raise ValueError(f"the step's programs deadlock at "
+                         f"{[(j.rank, j.kind, j.meta) for j in stuck[:4]]}")
+    return merged
 
 
 def block_cost(s: Shape, n: int, element_bytes: int) -> tuple[float, float]:

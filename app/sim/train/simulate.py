@@ -25,28 +25,38 @@ from app.sim.train.split import mean_split, predicted_split
 SPLIT_KEYS = ("step_s", "compute_s", "comm_exposed_s", "bubble_s")
 
 
-def events_of(step) -> list[dict]:
-    """The contract's events from the scheduled tasks (zero-length compute left out)."""
+CONTRACT_META = ("group", "microbatch", "stage", "bytes", "peer")
+"""What an event says of its task besides rank, lane, kind and times (where the task has it)."""
+
+
+def events_of(step, static: dict[str, tuple] | None = None) -> list[dict]:
+    """The contract's events from the scheduled tasks (zero-length compute left out).
+    ``static``: each task's rank, lane, kind and :data:`CONTRACT_META`, by name — the same for
+    every machine a step is timed on, so :func:`predict` makes it once."""
+    static = static or _static_fields(step.meta)
     out = []
     for s in step.spans:
-        job = step.meta[s.name]
-        if s.end_us - s.start_us <= 0 and job.lane == "compute":
+        rank, lane, kind, meta = static[s.name]
+        if s.end_us - s.start_us <= 0 and lane == "compute":
             continue
-        e = {"rank": job.rank, "lane": job.lane, "kind": job.kind,
-             "start_s": s.start_us * 1e-6, "dur_s": (s.end_us - s.start_us) * 1e-6}
-        for k in ("group", "microbatch", "stage", "bytes", "peer"):
-            if k in job.meta:
-                e[k] = job.meta[k]
-        out.append(e)
+        out.append({"rank": rank, "lane": lane, "kind": kind, "start_s": s.start_us * 1e-6,
+                    "dur_s": (s.end_us - s.start_us) * 1e-6, **meta})
     out.sort(key=lambda e: (e["start_s"], e["rank"]))
     return out
 
 
+def _static_fields(meta: dict) -> dict[str, tuple]:
+    return {name: (job.rank, job.lane, job.kind,
+                   {k: job.meta[k] for k in CONTRACT_META if k in job.meta})
+            for name, job in meta.items()}
+
+
 def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[dict], float]]:
     """(events, each rank's split, step time) of one step of ``p`` on each machine."""
-    out = []
+    out, static = [], None
     for step in program_step(p, machines):
-        events = events_of(step)
+        static = static or _static_fields(step.meta)
+        events = events_of(step, static)
         out.append((events, predicted_split(events, p.world, step.makespan), step.makespan))
     return out
 
@@ -106,9 +116,10 @@ def intro(p: TrainParams, step_s: float) -> str:
     return (f"One training step of a {p.layers}-block GPT (hidden {p.hidden}{moe}) on "
             f"{p.world} rank{'s' if p.world > 1 else ''}: {sizes}, {p.microbatches} "
             f"micro-batch{'es' if p.microbatches > 1 else ''} per replica, "
-            f"{'GPipe' if p.schedule == 'gpipe' else '1F1B'}. Each rank has a lane for its "
-            f"compute (F forward, B backward per micro-batch) and one per kind of group it "
-            f"talks in; the faint marks are what is to come. Predicted step: "
+            f"{'GPipe' if p.schedule == 'gpipe' else '1F1B'}. Each rank has a row for its "
+            f"compute (F forward, B backward per micro-batch) and under it its messages, "
+            f"coloured by the kind of group they travel in; the faint marks are what is to "
+            f"come. Predicted step: "
             f"{step_s * 1e3:.3g} ms on the machine below.")
 
 
