@@ -22,7 +22,7 @@ programs are merged into one list in which every task follows what it waits for
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from app.sim.pipeline.orders import build
@@ -139,13 +139,32 @@ def duration(cost: tuple, machine: Machine) -> float:
 @dataclass(frozen=True)
 class Step:
     spans: tuple
-    """app.sim.timeline.Span, one per task; ``meta[name]`` says whose and what"""
+    """app.sim.timeline.Span, one per task of the stages' programs; ``meta[name]`` says whose
+    and what"""
     meta: dict
     makespan: float
+    alike: tuple[tuple[int, ...], ...]
+    """the ranks that share one timeline, in rank order (a stage's ranks); the first of each
+    (a rank of rank 0's pipeline) is the one whose program was scheduled — see
+    :func:`program_step`"""
+    pipelines: dict[int, tuple[int, ...]]
+    """every rank's pipeline (its pp group, by stage): where its sends go"""
 
 
 def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
-    """Every rank's tasks of one step, scheduled on each of ``machines``."""
+    """Every rank's tasks of one step, scheduled on each of ``machines``.
+
+    Only rank 0's pipeline — one rank of each stage — is written and timed: the ranks of one
+    stage issue the same program (the same passes, messages and buckets, group sizes being
+    equal in a layout, the cost model having no rank-dependent term), and every group they
+    share ties them together, so their timelines are the same one, rank for rank. (A
+    collective of the stage's ranks has the one member here; it still waits for its other
+    members' inputs, the same as this one's.) tests/sim/test_train.py holds this against the
+    step written and timed for every rank (``every_rank=True``) over a table of layouts."""
+    return _program_step(p, machines, every_rank=False)
+
+
+def _program_step(p, machines: tuple[Machine, ...], every_rank: bool) -> tuple[Step, ...]:
     layout = Layout.of(p.layout_params())
     shape = Shape.of(p)
     e = ELEMENT_BYTES[p.dtype]
@@ -155,7 +174,10 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
     sp = p.sequence_parallel and p.tp > 1
     kinds = ("tp", "cp", "pp", "ep", "dp_cp", "edp")
     programs = []
-    for r in range(layout.world):
+    pipeline = layout.group_of(0, "pp")
+    stages = tuple(tuple(r for r in range(layout.world) if layout.coords(r)["pp"] == s)
+                   for s in range(p.pp))
+    for r in (range(layout.world) if every_rank else pipeline):
         c = layout.coords(r)
         groups = {k: layout.group_of(r, k) for k in kinds}
         groups["world"] = tuple(range(layout.world))
@@ -207,7 +229,10 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
         _optimizer(pr, p, stage_buckets, e)
         pr.flush()
         programs.append(pr)
-    return _schedule(programs, machines)
+    alike = tuple((r,) for r in range(layout.world)) if every_rank else stages
+    pipelines = {r: layout.group_of(r, "pp") for r in range(layout.world)}
+    return tuple(replace(step, alike=alike, pipelines=pipelines)
+                 for step in _schedule(programs, machines))
 
 
 def _buckets(pr: Program, p, stage_buckets, ready: dict[str, str], e: int) -> None:
@@ -267,7 +292,8 @@ def _schedule(programs: list[Program], machines: tuple[Machine, ...]) -> tuple[S
                 us = timed[cost] = duration(cost, machine) * 1e6
             tasks.append(Task(name, lane, us, deps, kind))
         spans = schedule(tasks)
-        out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6))
+        out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6,
+                        (), {}))
     return tuple(out)
 
 

@@ -30,17 +30,29 @@ CONTRACT_META = ("group", "microbatch", "stage", "bytes", "peer")
 
 
 def events_of(step, static: dict[str, tuple] | None = None) -> list[dict]:
-    """The contract's events from the scheduled tasks (zero-length compute left out).
-    ``static``: each task's rank, lane, kind and :data:`CONTRACT_META`, by name — the same for
-    every machine a step is timed on, so :func:`predict` makes it once."""
+    """The contract's events from the scheduled tasks (zero-length compute left out), for every
+    rank: a rank whose timeline is another's (``step.alike``) gets that one's events, its
+    pipeline's peers for the sends. ``static``: each task's rank, lane, kind and
+    :data:`CONTRACT_META`, by name — the same for every machine a step is timed on, so
+    :func:`predict` makes it once."""
     static = static or _static_fields(step.meta)
-    out = []
+    timed: dict[int, list[dict]] = {}
     for s in step.spans:
         rank, lane, kind, meta = static[s.name]
         if s.end_us - s.start_us <= 0 and lane == "compute":
             continue
-        out.append({"rank": rank, "lane": lane, "kind": kind, "start_s": s.start_us * 1e-6,
-                    "dur_s": (s.end_us - s.start_us) * 1e-6, **meta})
+        timed.setdefault(rank, []).append(
+            {"rank": rank, "lane": lane, "kind": kind, "start_s": s.start_us * 1e-6,
+             "dur_s": (s.end_us - s.start_us) * 1e-6, **meta})
+    out = []
+    for ranks in step.alike:
+        mine = timed.get(ranks[0], [])
+        out += mine
+        stage_of = {peer: k for k, peer in enumerate(step.pipelines[ranks[0]])}
+        for rank in ranks[1:]:
+            pipeline = step.pipelines[rank]
+            out += [{**e, "rank": rank, **({"peer": pipeline[stage_of[e["peer"]]]}
+                                            if "peer" in e else {})} for e in mine]
     out.sort(key=lambda e: (e["start_s"], e["rank"]))
     return out
 
