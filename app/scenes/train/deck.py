@@ -205,10 +205,23 @@ def _places(row: RankRow) -> dict[str, tuple[float, float]]:
     return {"compute": (row.compute_y, row.compute_h), **{lane: (y, h) for lane, y, h in row.lanes}}
 
 
-def _rect(e: dict, places: dict[str, tuple[float, float]], axis: TimeAxis, m: int) -> Rect:
-    x0, x1 = axis.x(e["start_s"]), axis.x(e["start_s"] + e["dur_s"])
-    y, h = places.get(e["lane"]) or places["comm"]
-    return Rect(round(x0, 2), y, round(max(x1 - x0, 0.7), 2), h, _fill(e, m))
+def _rects(events, rows: tuple[RankRow, ...], axis: TimeAxis, m: int) -> list[Rect]:
+    """Each event's rect on its rank's row. The ranks of a stage share one timeline
+    (app.sim.train.program), so an event's x, width and fill are worked out once for all the
+    ranks that have it."""
+    places = [_places(row) for row in rows]
+    across: dict[tuple, tuple[float, float, str]] = {}
+    out = []
+    for e in events:
+        key = (e["start_s"], e["dur_s"], e["lane"], e["kind"], e.get("microbatch", 0))
+        x = across.get(key)
+        if x is None:
+            x0, x1 = axis.x(e["start_s"]), axis.x(e["start_s"] + e["dur_s"])
+            x = across[key] = (round(x0, 2), round(max(x1 - x0, 0.7), 2), _fill(e, m))
+        mine = places[e["rank"]]
+        y, h = mine.get(e["lane"]) or mine["comm"]
+        out.append(Rect(x[0], y, x[1], h, x[2]))
+    return out
 
 
 def _merged(rects: list[Rect]) -> list[Rect]:
@@ -292,16 +305,24 @@ def build_deck(trace, box: Box, upto: int | None = None) -> Deck:
 
     times = [f.time_s for f in trace.frames]
     by_frame: list[list[int]] = [[] for _ in trace.frames]
+    frame_at: dict[float, int] = {}                     # a stage's ranks start alike
     for i, e in enumerate(trace.events):
-        by_frame[_frame_of(e["start_s"], times)].append(i)
-    places = [_places(row) for row in rows]
-    drawn = [_rect(e, places[e["rank"]], axis, m) for e in trace.events]
+        t = e["start_s"]
+        k = frame_at.get(t)
+        if k is None:
+            k = frame_at[t] = _frame_of(t, times)
+        by_frame[k].append(i)
+    drawn = _rects(trace.events, rows, axis, m)
     marks: list[tuple[list, list]] = [([], []) for _ in trace.frames]
     per_rank: list[list[dict]] = [[] for _ in range(p.world)]
     for e in trace.events:
         per_rank[e["rank"]].append(e)
-    for r, mine in enumerate(per_rank):
-        exposed, bubble = _gaps(mine, step_s)
+    gaps = {}
+    for ranks in trace.alike:                           # a stage's ranks idle alike
+        exposed_bubble = _gaps(per_rank[ranks[0]], step_s)
+        gaps.update((r, exposed_bubble) for r in ranks)
+    for r in range(p.world):
+        exposed, bubble = gaps[r]
         row = rows[r]
         for which, spans in ((0, exposed), (1, bubble)):
             for a, z in spans:

@@ -164,6 +164,13 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
     return _program_step(p, machines, every_rank=False)
 
 
+def stage_ranks(layout: Layout) -> tuple[tuple[int, ...], ...]:
+    """Each pipeline stage's ranks, in rank order: the ranks that share one timeline."""
+    stage = [layout.coords(r)["pp"] for r in range(layout.world)]
+    return tuple(tuple(r for r in range(layout.world) if stage[r] == s)
+                 for s in range(max(stage) + 1))
+
+
 def _program_step(p, machines: tuple[Machine, ...], every_rank: bool) -> tuple[Step, ...]:
     layout = Layout.of(p.layout_params())
     shape = Shape.of(p)
@@ -175,8 +182,7 @@ def _program_step(p, machines: tuple[Machine, ...], every_rank: bool) -> tuple[S
     kinds = ("tp", "cp", "pp", "ep", "dp_cp", "edp")
     programs = []
     pipeline = layout.group_of(0, "pp")
-    stages = tuple(tuple(r for r in range(layout.world) if layout.coords(r)["pp"] == s)
-                   for s in range(p.pp))
+    stages = stage_ranks(layout)
     for r in (range(layout.world) if every_rank else pipeline):
         c = layout.coords(r)
         groups = {k: layout.group_of(r, k) for k in kinds}

@@ -19,7 +19,7 @@ from app.sim.train.frames import TrainFrame, make_frames
 from app.sim.train.memory import RankMemory, per_rank
 from app.sim.train.model import Shape, param_count
 from app.sim.train.params import GPU, TrainParams
-from app.sim.train.program import ELEMENT_BYTES, program_step
+from app.sim.train.program import ELEMENT_BYTES, program_step, stage_ranks
 from app.sim.train.split import mean_split, predicted_split
 
 SPLIT_KEYS = ("step_s", "compute_s", "comm_exposed_s", "bubble_s")
@@ -87,6 +87,11 @@ class TrainTrace:
     @cached_property
     def layout(self) -> Layout:
         return Layout.of(self.params.layout_params())
+
+    @cached_property
+    def alike(self) -> tuple[tuple[int, ...], ...]:
+        """The ranks that share one timeline (a stage's: app.sim.train.program)."""
+        return stage_ranks(self.layout)
 
     @property
     def predicted(self) -> dict:
