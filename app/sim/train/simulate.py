@@ -130,14 +130,12 @@ def intro(p: TrainParams, step_s: float) -> str:
     sizes = " · ".join(f"{n} {getattr(p, n)}" for n in ("tp", "cp", "pp", "dp", "ep")
                        if getattr(p, n) > 1) or "one rank"
     moe = f", {p.experts} experts top-{p.top_k}" if p.moe else ""
-    return (f"One training step of a {p.layers}-block GPT (hidden {p.hidden}{moe}) on "
+    return (f"One step of a {p.layers}-block GPT (hidden {p.hidden}{moe}) on "
             f"{p.world} rank{'s' if p.world > 1 else ''}: {sizes}, {p.microbatches} "
             f"micro-batch{'es' if p.microbatches > 1 else ''} per replica, "
-            f"{'GPipe' if p.schedule == 'gpipe' else '1F1B'}. Each rank has a row for its "
-            f"compute (F forward, B backward per micro-batch) and under it its messages, "
-            f"coloured by the kind of group they travel in; the faint marks are what is to "
-            f"come. Predicted step: "
-            f"{step_s * 1e3:.3g} ms on the machine below.")
+            f"{'GPipe' if p.schedule == 'gpipe' else '1F1B'}. Per rank: compute (F forward, "
+            f"B backward) over its messages, coloured by group; faint marks are to come. "
+            f"Predicted: {step_s * 1e3:.3g} ms.")
 
 
 def simulate(p: TrainParams) -> TrainTrace:
