@@ -42,6 +42,13 @@ import numpy as np
 MiB = 2**20
 
 
+FLAT = frozenset({str, int, float, bool, type(None)})
+RECORD = 8
+"""A tuple or list of at most this many numbers and strings is a record (a rect, a point): its
+items are counted where it is met, without a trip through the stack (a /train deck holds
+thousands)."""
+
+
 def approx_bytes(obj: Any, sample: int = 48) -> int:
     """Roughly how much memory ``obj`` holds: numpy arrays by ``nbytes``, text by
     ``sys.getsizeof``, containers and dataclasses by their items. A long list or tuple is
@@ -62,7 +69,12 @@ def approx_bytes(obj: Any, sample: int = 48) -> int:
         elif isinstance(item, (list, tuple, set, frozenset)):
             total += weight * sys.getsizeof(item)
             items = list(item) if not isinstance(item, (list, tuple)) else item
-            if len(items) > 2 * sample:
+            if len(items) <= RECORD and all(type(x) in FLAT for x in items):
+                for x in items:          # a small record of numbers and text (a rect, a point)
+                    if id(x) not in seen:
+                        seen.add(id(x))
+                        total += weight * sys.getsizeof(x)
+            elif len(items) > 2 * sample:
                 step = len(items) / sample
                 picked = [items[int(k * step)] for k in range(sample)]
                 stack.extend((x, weight * len(items) / sample) for x in picked)
@@ -146,6 +158,10 @@ HEAVY_S = 0.05
 about a millisecond)."""
 
 
+_nested = threading.local()
+"""How many memoised computations this thread is inside."""
+
+
 def memoised(cache: ByteCache):
     """Decorator: keep a pure function's results in ``cache``, keyed by the function and its
     (hashable) arguments."""
@@ -159,9 +175,15 @@ def memoised(cache: ByteCache):
             value = cache.get(key)
             if value is None:
                 started = time.perf_counter()
-                value = function(*args)
+                _nested.depth = getattr(_nested, "depth", 0) + 1
+                try:
+                    value = function(*args)
+                finally:
+                    _nested.depth -= 1
                 cache.put(key, value)
-                if time.perf_counter() - started > HEAVY_S:
+                # once, after the outermost (a page's SVG computes its deck, which computes
+                # its trace: one trim, not three)
+                if not _nested.depth and time.perf_counter() - started > HEAVY_S:
                     release_freed_memory()
             return value
 
