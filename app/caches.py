@@ -44,9 +44,21 @@ MiB = 2**20
 
 FLAT = frozenset({str, int, float, bool, type(None)})
 RECORD = 8
-"""A tuple or list of at most this many numbers and strings is a record (a rect, a point): its
-items are counted where it is met, without a trip through the stack (a /train deck holds
+"""A tuple of at most this many numbers and strings is a record (a rect, a point): its items
+are counted where it is met, without a trip through the stack (a /train deck holds
 thousands)."""
+RECORDS = 16
+"""A list or tuple of more records than this is sized from eight of them."""
+
+
+def _is_record(item: Any) -> bool:
+    return (type(item) is not list and isinstance(item, tuple) and len(item) <= RECORD
+            and all(type(x) in FLAT for x in item))
+
+
+def _record_bytes(record: tuple) -> int:
+    """A record's tuple and its numbers (its text is counted apart)."""
+    return sys.getsizeof(record) + sum(sys.getsizeof(x) for x in record if type(x) is not str)
 
 
 def approx_bytes(obj: Any, sample: int = 48) -> int:
@@ -69,11 +81,20 @@ def approx_bytes(obj: Any, sample: int = 48) -> int:
         elif isinstance(item, (list, tuple, set, frozenset)):
             total += weight * sys.getsizeof(item)
             items = list(item) if not isinstance(item, (list, tuple)) else item
-            if len(items) <= RECORD and all(type(x) in FLAT for x in items):
-                for x in items:          # a small record of numbers and text (a rect, a point)
+            if _is_record(items):        # a small record of numbers and text (a rect, a point)
+                for x in items:
                     if id(x) not in seen:
                         seen.add(id(x))
                         total += weight * sys.getsizeof(x)
+            elif len(items) > RECORDS and _is_record(items[0]) and _is_record(items[-1]):
+                # many records (a deck's rects): their mean size from a few, evenly spaced;
+                # their text (a colour, a label) is most often shared, so counted once
+                picked = [items[k * (len(items) - 1) // 7] for k in range(8)]
+                if all(map(_is_record, picked)):
+                    total += weight * len(items) * sum(map(_record_bytes, picked)) / 8
+                    stack.extend((x, weight) for r in picked for x in r if type(x) is str)
+                else:
+                    stack.extend((x, weight) for x in items)
             elif len(items) > 2 * sample:
                 step = len(items) / sample
                 picked = [items[int(k * step)] for k in range(sample)]
