@@ -69,7 +69,8 @@ def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[d
     for step in program_step(p, machines):
         static = static or _static_fields(step.meta)
         events = events_of(step, static)
-        out.append((events, predicted_split(events, p.world, step.makespan), step.makespan))
+        out.append((events, predicted_split(events, p.world, step.makespan, step.alike),
+                    step.makespan))
     return out
 
 
