@@ -87,8 +87,7 @@ class StageModel:
         if not self.last:
             return x
         h = tensor.enter(rms_norm(x, p["final_norm"]), tp, self.sp)
-        losses = tensor.VocabParallelCrossEntropy.apply(h @ p["head"], targets,
-                                                        self.vocab_start, tp)
+        losses = tensor.vocab_parallel_loss(h @ p["head"], targets, self.vocab_start, tp)
         return losses.sum() * scale
 
     def block(self, x: torch.Tensor, layer: int) -> torch.Tensor:
