@@ -41,6 +41,7 @@ from app.params import (
     divisors_near,
     suggest,
 )
+from app.sim.moe.params import LossCoeff
 from app.sim.parallelism.params import (
     Cp,
     Ep,
@@ -78,7 +79,7 @@ LinkGBs = Annotated[float, Field(gt=0, le=10000, description="bandwidth between 
 RUN_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts", "top_k",
               "tp", "cp", "pp", "dp", "ep", "order", "zero", "schedule", "microbatches",
               "recompute", "sequence_parallel", "steps", "seed", "dtype", "lr", "weight_decay",
-              "clip")
+              "clip", "aux_loss_coeff")
 """The fields a real run takes (workers/train/train.py's options); the cost model's machine
 (MACHINE_FIELDS) is measured by the run itself, and ``nodes`` is how it is launched."""
 MACHINE_FIELDS = ("gflops", "kernel_us", "alpha_us", "link_gbs")
@@ -194,6 +195,11 @@ class TrainParams(SceneParams):
     # global gradient-norm clipping threshold
     clip: Annotated[GradNorm, Control("Clip norm", kind="number", step="any",
                                       help="The global L2 norm over every rank's shard.")] = 1.0
+    # α of the MoE layers' load-balancing loss, as /moe's (0: none, every state as before)
+    aux_loss_coeff: Annotated[LossCoeff, Control(
+        "Load-balancing coefficient α", kind="number", step=0.001,
+        help="Switch/GShard's auxiliary loss α·E·Σᵢ fᵢPᵢ per MoE layer and micro-batch, added "
+             "to the objective (Megatron's --moe-aux-loss-coeff); 0: none.")] = 0.0
     # launchers of the real run: 2 = two torchrun "nodes" on loopback
     nodes: Annotated[Launchers, Control(
         "Nodes (real run)", kind="choice", options={1: "1", 2: "2 on loopback"},
