@@ -196,7 +196,23 @@ SYMMETRY_LAYOUTS = [row for _, row in PROOF_TABLE] + [
     {"tp": 2, "cp": 2, "pp": 2, "dp": 2, "ep": 2, "zero": 1, "schedule": "gpipe"},
     {"tp": 1, "cp": 1, "pp": 4, "dp": 2, "ep": 1, "experts": 1, "top_k": 1, "microbatches": 8},
     {"tp": 1, "cp": 1, "pp": 2, "dp": 4, "ep": 4, "order": "tp-dp-cp-ep-pp", "nodes": 2},
+    {"tp": 1, "cp": 2, "pp": 2, "dp": 2, "ep": 2, "aux_loss_coeff": 0.01},
 ]
+
+
+def test_the_load_balancing_loss_costs_one_cp_all_reduce_of_the_counts_per_moe_forward():
+    """α > 0 adds, per MoE layer's forward on each rank, an all-reduce of the E int64 counts
+    over cp (workers/train/expert.load_balancing_loss) and nothing when cp is 1."""
+    base = {"tp": 1, "cp": 2, "pp": 2, "dp": 2, "ep": 2}
+    for cp in (1, 2):
+        q = {**base, "cp": cp, "dp": 4 // cp}
+        off, on = simulate(TrainParams(**q)), simulate(TrainParams(**q, aux_loss_coeff=0.01))
+        counts = [e for e in on.events if e["lane"] == "cp" and e["kind"] == "all_reduce"]
+        p = on.params
+        forwards = p.layers // p.pp * p.microbatches * p.world if cp > 1 else 0
+        assert len(counts) == forwards
+        assert all(e["bytes"] == p.experts * 8 for e in counts)
+        assert on.step_s >= off.step_s
 
 
 @pytest.mark.parametrize("query", SYMMETRY_LAYOUTS,

@@ -16,10 +16,10 @@ from app.humanize import human_time_us
 MAX_FRAMES = 40
 """At most this many steps: beyond, every k-th pass start."""
 
-GROUP_WORDS = {"tp": "TP", "cp": "CP ring", "pp": "PP", "ep": "EP", "dp_cp": "DP", "edp":
+GROUP_WORDS = {"tp": "TP", "cp": "CP", "pp": "PP", "ep": "EP", "dp_cp": "DP", "edp":
                "expert DP", "world": "global norm"}
 OP_WORDS = {"all_reduce": "all-reduce", "all_gather": "all-gather",
-            "reduce_scatter": "reduce-scatter", "all_to_all": "all-to-all", "ring": "K/V send",
+            "reduce_scatter": "reduce-scatter", "all_to_all": "all-to-all", "ring": "ring K/V send",
             "send": "send"}
 PASS_WORDS = {"F": "forward", "B": "backward"}
 

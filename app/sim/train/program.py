@@ -190,7 +190,7 @@ def _program_step(p, machines: tuple[Machine, ...], every_rank: bool) -> tuple[S
         pr = Program(r, groups)
         pp_ranks = groups["pp"]
         first, last = c["pp"] == 0, c["pp"] == p.pp - 1
-        z = Sizes(p.seq // p.cp, p.hidden, e, p.tp, p.cp, sp)
+        z = Sizes(p.seq // p.cp, p.hidden, e, p.tp, p.cp, sp, p.aux_loss_coeff > 0)
         act_bytes = z.n // (p.tp if sp else 1) * p.hidden * e
         mine = [t for t in all_tensors if t.stage(p.layers, p.pp) == c["pp"]]
         stage_buckets = buckets(shape, mine, p.tp, p.ep)
