@@ -26,6 +26,7 @@ writes the markup.
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -224,11 +225,15 @@ def _rects(events, rows: tuple[RankRow, ...], axis: TimeAxis, m: int) -> list[Re
     return out
 
 
+BY_ROW = itemgetter(1, 4, 0)
+"""A rect's (y, fill, x): by row, then colour, then left to right."""
+
+
 def _merged(rects: list[Rect]) -> list[Rect]:
     """Neighbouring rects of one row and colour that touch within a unit, as one."""
     out: list[Rect] = []
     last = None
-    for r in sorted(rects, key=lambda r: (r.y, r.fill, r.x)):
+    for r in sorted(rects, key=BY_ROW):
         if last and last.y == r.y and last.fill == r.fill and r.x - (last.x + last.w) <= 1.0:
             if r.x + r.w - last.x > last.w:
                 last = out[-1] = Rect(last.x, last.y, round(r.x + r.w - last.x, 2), last.h,

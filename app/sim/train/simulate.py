@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from operator import itemgetter
 
 from app.sim.parallelism.layout import GROUP_KINDS, Layout
 from app.sim.train.cost import Machine
@@ -53,7 +54,7 @@ def events_of(step, static: dict[str, tuple] | None = None) -> list[dict]:
             pipeline = step.pipelines[rank]
             out += [{**e, "rank": rank, **({"peer": pipeline[stage_of[e["peer"]]]}
                                             if "peer" in e else {})} for e in mine]
-    out.sort(key=lambda e: (e["start_s"], e["rank"]))
+    out.sort(key=itemgetter("start_s", "rank"))
     return out
 
 
