@@ -30,10 +30,12 @@ CONTRACT_META = ("group", "microbatch", "stage", "bytes", "peer")
 """What an event says of its task besides rank, lane, kind and times (where the task has it)."""
 
 
-def events_of(step, static: dict[str, tuple] | None = None) -> list[dict]:
+def events_of(step, static: dict[str, tuple] | None = None, *,
+              every_rank: bool = True) -> list[dict]:
     """The contract's events from the scheduled tasks (zero-length compute left out), for every
     rank: a rank whose timeline is another's (``step.alike``) gets that one's events, its
-    pipeline's peers for the sends. ``static``: each task's rank, lane, kind and
+    pipeline's peers for the sends (``every_rank=False``: the scheduled ranks' alone, unsorted —
+    enough for the split). ``static``: each task's rank, lane, kind and
     :data:`CONTRACT_META`, by name — the same for every machine a step is timed on, so
     :func:`predict` makes it once."""
     static = static or _static_fields(step.meta)
@@ -49,12 +51,15 @@ def events_of(step, static: dict[str, tuple] | None = None) -> list[dict]:
     for ranks in step.alike:
         mine = timed.get(ranks[0], [])
         out += mine
+        if not every_rank:
+            continue
         stage_of = {peer: k for k, peer in enumerate(step.pipelines[ranks[0]])}
         for rank in ranks[1:]:
             pipeline = step.pipelines[rank]
             out += [{**e, "rank": rank, **({"peer": pipeline[stage_of[e["peer"]]]}
                                             if "peer" in e else {})} for e in mine]
-    out.sort(key=itemgetter("start_s", "rank"))
+    if every_rank:
+        out.sort(key=itemgetter("start_s", "rank"))
     return out
 
 
@@ -65,11 +70,13 @@ def _static_fields(meta: dict) -> dict[str, tuple]:
 
 
 def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[dict], float]]:
-    """(events, each rank's split, step time) of one step of ``p`` on each machine."""
+    """(events, each rank's split, step time) of one step of ``p`` on each machine; the events
+    of every rank on the first machine, of the scheduled ranks on the others (their splits
+    are every rank's)."""
     out, static = [], None
-    for step in program_step(p, machines):
+    for k, step in enumerate(program_step(p, machines)):
         static = static or _static_fields(step.meta)
-        events = events_of(step, static)
+        events = events_of(step, static, every_rank=k == 0)
         out.append((events, predicted_split(events, p.world, step.makespan, step.alike),
                     step.makespan))
     return out
