@@ -136,7 +136,7 @@ class AdamStep:
         m = rules.first_moment(g["m"], g["g"], b1)
         v = rules.second_moment(g["v"], g["g"], b2)
         bc1, bc2 = rules.bias_correction(b1, t), rules.bias_correction(b2, t)
-        delta = -rules.adam_step(m, v, t, g["lr"], b1, b2, g["eps"])
+        delta = -float(rules.adam_step(m, v, t, g["lr"], b1, b2, g["eps"]))  # JSON: no numpy
         steps = (
             Step("First moment", "m ← β₁m + (1 − β₁)g",
                  f"{b1:g} × {num(g['m'])} + (1 - {b1:g}) × {num(g['g'])}", m, ""),
@@ -188,7 +188,7 @@ class AdamWStep:
         decayed = rules.decoupled_decay(w, lr, lam)
         m = rules.first_moment(0.0, grad, g["beta1"])
         v = rules.second_moment(0.0, grad, g["beta2"])
-        step = rules.adam_step(m, v, 1, lr, g["beta1"], g["beta2"], g["eps"])
+        step = float(rules.adam_step(m, v, 1, lr, g["beta1"], g["beta2"], g["eps"]))
         new = decayed - step
         steps = (
             Step("Decay, apart from the gradient", "w ← w·(1 − ηλ)",
