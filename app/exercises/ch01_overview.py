@@ -14,6 +14,7 @@ from app.exercises.model import Mistake, Step, Worked, exercise
 from app.exercises.units import num
 from app.sim.memory import activations, model_states
 from app.catalog.models import ModelShape
+from app.param_groups import AXES
 from app.sim.parallelism import strategies as five
 from app.sim.parallelism.layout import Layout
 from app.sim.parallelism.params import ParallelismParams
@@ -26,7 +27,7 @@ GPT_SHAPES = ((12, 768, 12), (24, 1024, 16), (24, 2048, 16), (32, 2560, 32), (32
 
 
 def flat_layout(world: int, gpus_per_node: int, tp: int = 1, pp: int = 1) -> Layout:
-    return Layout(("tp", "cp", "ep", "dp", "pp"),
+    return Layout(AXES,
                   (("tp", tp), ("cp", 1), ("dp", world // (tp * pp)), ("pp", pp), ("ep", 1)),
                   gpus_per_node)
 

@@ -12,14 +12,13 @@ kv_heads, ffn and vocab; pp divides layers; zigzag CP needs 2·cp to divide seq.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from app.params import (
     AlphaUs,
     Control,
-    Dp,
     Ffn,
     Heads,
     Hidden,
@@ -28,29 +27,19 @@ from app.params import (
     Layers,
     LearningRate,
     Microbatches,
-    Pp,
     Recompute,
-    SceneParams,
     Seed,
     Seq,
     Steps,
-    Tp,
     Vocab,
     WeightDecay,
     ZeroStage,
     divisors_near,
     suggest,
 )
+from app.param_groups import GROUPS, LAYOUT, LayoutGroup
 from app.sim.moe.params import LossCoeff
-from app.sim.parallelism.params import (
-    Cp,
-    Ep,
-    Experts,
-    Order,
-    ParallelismParams,
-    TopK,
-    powers_of_two,
-)
+from app.sim.parallelism.params import Experts, ParallelismParams, TopK
 
 MAX_WORK = 1536
 """Bound on world × m × layers/pp × (2 + cp): the block passes of one step on all ranks
@@ -86,9 +75,6 @@ MACHINE_FIELDS = ("gflops", "kernel_us", "alpha_us", "link_gbs")
 TrainDtype = Literal["float64", "float32"]
 Schedule = Literal["gpipe", "1f1b"]
 
-SIZES = powers_of_two(16)
-"""The layout sliders' stops: 1, 2, 4, 8, 16."""
-
 CPU = {"gflops": 2.0, "kernel_us": 12.0, "alpha_us": 60.0, "link_gbs": 1.0}
 """The cost model's default machine: one rank's share of a 2-core CPU running several ranks
 (float64 matmuls at the tiny model's sizes, PyTorch's per-op overhead, gloo over loopback).
@@ -98,7 +84,12 @@ GPU = {"gflops": 400_000.0, "kernel_us": 5.0, "alpha_us": 5.0, "link_gbs": 450.0
 """An H100 node for comparison: ~40 % of 989 dense TFLOP/s, a ~5 µs kernel launch, NVLink."""
 
 
-class TrainParams(SceneParams):
+class TrainParams(LayoutGroup):
+    """The layout group's five sizes and order (as /parallelism's, its sliders stopped at
+    :data:`MAX_WORLD` on the page), the tiny model, its training and the cost model's machine."""
+
+    max_world: ClassVar[int] = MAX_WORLD
+
     # transformer layers of the tiny model (pp must divide them)
     layers: Annotated[Layers, Control("Layers", bounds=(1, TINY["layers"]),
                                       help="Transformer blocks; pp stages hold layers/pp "
@@ -133,28 +124,6 @@ class TrainParams(SceneParams):
         help="1: dense. More: every block's MLP becomes a top-k routed mixture of experts.")] = 4
     # experts each token goes to
     top_k: Annotated[TopK, Control("Top-k", bounds=(1, 4), help="Experts per token.")] = 2
-    # tensor-parallel size
-    tp: Annotated[Tp, Control("Tensor parallel tp", kind="values", values=SIZES,
-                              help="Splits heads, MLP and vocabulary.")] = 2
-    # context-parallel size (ring attention, zigzag)
-    cp: Annotated[Cp, Control("Context parallel cp", kind="values", values=SIZES,
-                              help="Splits every sequence; K/V go round a ring.")] = 1
-    # pipeline stages
-    pp: Annotated[Pp, Control("Pipeline stages pp", kind="values", values=SIZES,
-                              help="Splits the layers; activations move stage to stage.")] = 2
-    # data-parallel replicas (cp ranks not counted)
-    dp: Annotated[Dp, Control("Data parallel dp", kind="values", values=SIZES,
-                              help=f"Replicas. World = tp·cp·dp·pp ≤ {MAX_WORLD}; a real run "
-                                   f"≤ 8.")] = 2
-    # expert-parallel size, carved out of dp·cp
-    ep: Annotated[Ep, Control("Expert parallel ep", kind="values", values=SIZES,
-                              help="Carved out of dp·cp: must divide it and the experts.")] = 2
-    # Megatron-LM's rank order, fastest-varying axis first
-    order: Annotated[Order, Control(
-        "Order (fastest first)", kind="text",
-        options=("tp-cp-ep-dp-pp", "tp-cp-pp-ep-dp", "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp"),
-        help="As on /parallelism: tp, cp, ep, dp and pp once each, joined by “-”.")] = \
-        "tp-cp-ep-dp-pp"
     # 0: every replica keeps AdamW's states; 1: sharded over dp·cp (ZeRO-1)
     zero: Annotated[ZeroStage, Control(
         "ZeRO", kind="choice", options={0: "0 · all-reduce", 1: "1 · sharded AdamW"},
@@ -219,10 +188,6 @@ class TrainParams(SceneParams):
         CPU["link_gbs"]
 
     @property
-    def world(self) -> int:
-        return self.tp * self.cp * self.dp * self.pp
-
-    @property
     def head_dim(self) -> int:
         return self.hidden // self.heads
 
@@ -242,8 +207,8 @@ class TrainParams(SceneParams):
 
     def layout_params(self) -> ParallelismParams:
         """The same layout as ``/parallelism`` sees it (its rules, its groups)."""
-        return ParallelismParams(tp=self.tp, cp=self.cp, dp=self.dp, pp=self.pp, ep=self.ep,
-                                 order=self.order, gpus_per_node=max(1, self.gpus_per_node),
+        return ParallelismParams(**self.model_dump(include=set(GROUPS[LAYOUT])),
+                                 gpus_per_node=max(1, self.gpus_per_node),
                                  experts=self.experts, top_k=min(self.top_k, 8),
                                  seq=self.seq, microbatches=self.microbatches)
 
