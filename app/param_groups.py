@@ -12,9 +12,9 @@ This module holds those definitions:
   app/params.py (its range and description) with the one :class:`~app.params.Control` that
   draws it, tagged with its group;
 * a **mixin** per group (:class:`ModelShapeGroup`, :class:`NetworkGroup`, :class:`GpuGroup`,
-  :class:`LayoutGroup`) that declares the whole group with its usual defaults — and, for the model shape, the one
-  meaning of an empty shape field (:meth:`ModelShapeGroup.shape`) and the one validator of a
-  shape (:func:`shape_problem`).
+  :class:`LayoutGroup`) that declares the whole group with its usual defaults — and, for the
+  model shape, the one meaning of an empty shape field (:meth:`ModelShapeGroup.shape`) and the
+  one validator of a shape (:func:`shape_problem`).
 
 A scene takes a whole group by inheriting its mixin (``class ZeroParams(NetworkGroup)``), or a
 few fields of a group by declaring them with the group's field types (``seq: SeqField = 2048``).
@@ -209,7 +209,8 @@ class GpuGroup(SceneParams):
 # --- the layout -----------------------------------------------------------------------------
 
 AXES: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
-"""The five parallel axes (Megatron-LM's names), in the order of its default rank order."""
+"""The five parallel axes (Megatron-LM's names), fastest first in its default order
+tp-cp-ep-dp-pp: the layout group's order."""
 
 
 def powers_of_two(high: int) -> tuple[int, ...]:

@@ -53,8 +53,8 @@ class Control:
     is the field's max_length.
 
     ``group`` names the parameter group (app/param_groups.py) whose field this is: "model",
-    "network", "gpu" or "layout"; the page lays the group out with ``group()`` (fields.html), never field
-    by field. A scene's own fields leave it empty.
+    "network", "gpu" or "layout"; the page lays the group out with ``group()`` (fields.html),
+    never field by field. A scene's own fields leave it empty.
     """
 
     label: str
