@@ -57,6 +57,14 @@ def _activations(g, sp: bool) -> float:
     return activations.per_layer_bytes(shape, g["tp"], sp)
 
 
+def _activation_step(g) -> Step:
+    """The worked step every collective of a layer starts from: one micro-batch's s·b·h
+    16-bit activation."""
+    size = g["seq"] * g["micro_batch"] * g["hidden"] * 2
+    return Step("Activation of one micro-batch", "s·b·h × 2 bytes",
+                f"{g['seq']} × {g['micro_batch']} × {g['hidden']} × 2", size, "bytes")
+
+
 def _layer_words(g) -> str:
     return (f"a GPT layer (h = {g['hidden']}, a = {g['heads']} heads, MLP 4h) on micro-batches "
             f"of b = {plural(g['micro_batch'], 'sequence')} of s = {g['seq']} tokens, 16-bit "
@@ -82,12 +90,12 @@ class TpAllReduceBytes:
                 f"sequence parallelism)?")
 
     def solve(g):
-        t, size = g["tp"], g["seq"] * g["micro_batch"] * g["hidden"] * 2
+        activation = _activation_step(g)
+        t, size = g["tp"], activation.value
         ops, sent = _sent(g)
         count = len(ops)
         steps = (
-            Step("Activation of one micro-batch", "s·b·h × 2 bytes",
-                 f"{g['seq']} × {g['micro_batch']} × {g['hidden']} × 2", size, "bytes"),
+            activation,
             Step("All-reduces per layer", "2 forward (after attention and MLP) + 2 backward",
                  "2 + 2", count, "collectives"),
             Step("Each rank sends per all-reduce", "2(t−1)/t × size",
@@ -120,11 +128,11 @@ class TpSpCommBytes:
                 f"micro-batch?")
 
     def solve(g):
-        t, size = g["tp"], g["seq"] * g["micro_batch"] * g["hidden"] * 2
+        activation = _activation_step(g)
+        t, size = g["tp"], activation.value
         ops, sent = _sent(g, sp=True)
         steps = (
-            Step("Activation of one micro-batch", "s·b·h × 2 bytes",
-                 f"{g['seq']} × {g['micro_batch']} × {g['hidden']} × 2", size, "bytes"),
+            activation,
             Step("All-gathers per layer", "2 forward + 4 backward", "2 + 4",
                  ops.count("all_gather"), "collectives"),
             Step("Reduce-scatters per layer", "2 forward + 2 backward", "2 + 2",
