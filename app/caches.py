@@ -34,7 +34,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import fields, is_dataclass
-from functools import wraps
+from functools import lru_cache, wraps
 from typing import Any
 
 import numpy as np
@@ -259,7 +259,10 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
+@lru_cache(maxsize=1)
 def _libc():
+    """glibc, loaded once: ``find_library`` runs ``ldconfig -p`` in a subprocess (a fork of
+    the server, 2–40 ms on a loaded machine), which would otherwise follow every heavy render."""
     import ctypes
     import ctypes.util
     if not sys.platform.startswith("linux"):
