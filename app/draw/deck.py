@@ -37,13 +37,16 @@ def deck_open(width: float, height: float, label: str, *, standalone: bool, styl
     style sheet inlined; ``defs`` holds the deck's patterns and gradients. A deck laid out for
     its ``box`` (app/draw/box.py) says so on a page: ``data-box`` and ``data-font`` are what it
     was asked for (static/js/box.js compares them with its frame), ``--deck-width`` the width
-    it was drawn at (a phone's frame scrolls a wider deck sideways)."""
+    it was drawn at, as its frame shows it (a phone's frame scrolls a wider deck sideways; a
+    deck laid out taller than its box, at large type, is fitted to the frame's height, so it
+    takes that much less width)."""
     if standalone:
         height += CAPTION_HEIGHT
     size = f'width="{width}" height="{height}" ' if standalone else ""
     if box is not None and not standalone:
+        shown = width * min(1.0, box.height / height)
         size = (f'data-box="{box.key}" data-font="{box.font:g}" '
-                f'style="--deck-width: {coord(width)}px" ')
+                f'style="--deck-width: {coord(shown)}px" ')
     inner = (f"<style>{style}</style>" if style else "") + defs
     return (f'<svg xmlns="{SVG_NS}" class="{cls}" viewBox="0 0 {width} {height}" {size}'
             f'role="img" aria-label="{esc(label)}" font-family="{FONT}">'
