@@ -140,9 +140,9 @@ def build_deck(trace: PipelineTrace, box: Box, upto: int | None = None) -> Deck:
     widest = [text for _, _, text in _legend(trace, drawn, memory=drawn)]
 
     def need(a: Box) -> float:
-        """The top band, the time axis, the lanes at least 1.3 labels high together (and a
-        rank number every 32 lanes a label apart), the cursor's label and the legend."""
-        lanes = max(a.text * 1.3, a.text * 1.25 * ranks / 32)
+        """The top band, the time axis, the lanes (up to 8 a rank's number apart; more:
+        four numbers' worth, one every few lanes), the cursor's label and the legend."""
+        lanes = a.text * 1.2 * (ranks if ranks <= 8 else 4)
         return (_below_title(a, headers, title, note)[2] + a.small * 1.65 + lanes
                 + a.small * 2.1 + a.pad * 0.6 + a.height - legend_rows(a, widest).top)
 
