@@ -125,10 +125,10 @@ def layout(trace: CollectiveTrace, box: Box) -> Layout:
 
     def need(a: Box) -> float:
         """The top band, the legend, and between them a body as tall as a ring of rank
-        numbers needs (six labels) and as the grid's labels and rows (a rank's number every
-        32 rows a label apart)."""
-        grid = a.small * (0.9 + LINE + 0.6) + a.text * 1.2 * max(1.0, p.world / 32)
-        return (heading(a, every_header, title).top + max(a.text * 6, grid) + a.pad * 0.6
+        numbers and its arrows' labels needs (nine labels) and as the grid's labels and rows
+        (up to 8 a rank's name apart, more a number every 32 rows a label apart)."""
+        grid = a.small * (0.9 + LINE + 0.6) + a.text * 1.2 * max(min(p.world, 8), p.world / 32)
+        return (heading(a, every_header, title).top + max(a.text * 9, grid) + a.pad * 0.6
                 + a.height - legend_rows(a, legend_texts).top)
 
     area = least_box(box, MIN_WIDTH, MIN_HEIGHT, every_header, need)
@@ -170,7 +170,8 @@ def _ring(lay: Layout, world: int, arcs: bool) -> tuple[float, float, float, flo
     above = node_r + (8 + lay.small * 1.7 if arcs else 4)
     beside = node_r + (8 + label if arcs else 4)
     ring_r = max(min((bottom - top) / 2 - above, (right - left) / 2 - beside), half * 0.5)
-    node_r = min(node_r, 0.8 * math.pi * ring_r / world)
+    # nodes leave room between them for an arrow (large type in a small ring)
+    node_r = min(node_r, 0.8 * math.pi * ring_r / world, ring_r * 0.42)
     return cx, cy, ring_r, node_r
 
 
