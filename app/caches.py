@@ -27,18 +27,38 @@ strings) keep their ``functools.lru_cache``: their size is bounded by their entr
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import fields, is_dataclass
-from functools import wraps
+from functools import lru_cache, wraps
 from typing import Any
 
 import numpy as np
 
 MiB = 2**20
+
+
+FLAT = frozenset({str, int, float, bool, type(None)})
+RECORD = 8
+"""A tuple of at most this many numbers and strings is a record (a rect, a point): its items
+are counted where it is met, without a trip through the stack (a /train deck holds
+thousands)."""
+RECORDS = 16
+"""A list or tuple of more records than this is sized from eight of them."""
+
+
+def _is_record(item: Any) -> bool:
+    return (type(item) is not list and isinstance(item, tuple) and len(item) <= RECORD
+            and all(type(x) in FLAT for x in item))
+
+
+def _record_bytes(record: tuple) -> int:
+    """A record's tuple and its numbers (its text is counted apart)."""
+    return sys.getsizeof(record) + sum(sys.getsizeof(x) for x in record if type(x) is not str)
 
 
 def approx_bytes(obj: Any, sample: int = 48) -> int:
@@ -61,7 +81,21 @@ def approx_bytes(obj: Any, sample: int = 48) -> int:
         elif isinstance(item, (list, tuple, set, frozenset)):
             total += weight * sys.getsizeof(item)
             items = list(item) if not isinstance(item, (list, tuple)) else item
-            if len(items) > 2 * sample:
+            if _is_record(items):        # a small record of numbers and text (a rect, a point)
+                for x in items:
+                    if id(x) not in seen:
+                        seen.add(id(x))
+                        total += weight * sys.getsizeof(x)
+            elif len(items) > RECORDS and _is_record(items[0]) and _is_record(items[-1]):
+                # many records (a deck's rects): their mean size from a few, evenly spaced;
+                # their text (a colour, a label) is most often shared, so counted once
+                picked = [items[k * (len(items) - 1) // 7] for k in range(8)]
+                if all(map(_is_record, picked)):
+                    total += weight * len(items) * sum(map(_record_bytes, picked)) / 8
+                    stack.extend((x, weight) for r in picked for x in r if type(x) is str)
+                else:
+                    stack.extend((x, weight) for x in items)
+            elif len(items) > 2 * sample:
                 step = len(items) / sample
                 picked = [items[int(k * step)] for k in range(sample)]
                 stack.extend((x, weight * len(items) / sample) for x in picked)
@@ -145,6 +179,10 @@ HEAVY_S = 0.05
 about a millisecond)."""
 
 
+_nested = threading.local()
+"""How many memoised computations this thread is inside."""
+
+
 def memoised(cache: ByteCache):
     """Decorator: keep a pure function's results in ``cache``, keyed by the function and its
     (hashable) arguments."""
@@ -158,9 +196,15 @@ def memoised(cache: ByteCache):
             value = cache.get(key)
             if value is None:
                 started = time.perf_counter()
-                value = function(*args)
+                _nested.depth = getattr(_nested, "depth", 0) + 1
+                try:
+                    value = function(*args)
+                finally:
+                    _nested.depth -= 1
                 cache.put(key, value)
-                if time.perf_counter() - started > HEAVY_S:
+                # once, after the outermost (a page's SVG computes its deck, which computes
+                # its trace: one trim, not three)
+                if not _nested.depth and time.perf_counter() - started > HEAVY_S:
                     release_freed_memory()
             return value
 
@@ -193,7 +237,32 @@ def fix_mmap_threshold() -> None:
         libc.mallopt(M_MMAP_THRESHOLD, 256 * 1024)
 
 
+COLLECTOR_THRESHOLDS = (50_000, 20, 10)
+"""CPython's cycle collector runs a young-generation pass every 700 new container objects by
+default (thresholds 700, 10, 10). A heavy state makes tens of thousands of small objects
+(/train's step at 16 micro-batches: 11,000 timed tasks, their spans, events and rects), all
+acyclic and kept, so the collector scans them again and again for nothing: a third of that
+state's simulation time on this machine (bench: /train's heaviest pages). Every 50,000 new
+objects instead costs a few MB at most between passes."""
+
+
+def tune_collector() -> None:
+    """Collect cycles less often (:data:`COLLECTOR_THRESHOLDS`)."""
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
+
+
+def freeze_startup_objects() -> None:
+    """Move everything alive once the server has started (modules, tables, the planner's
+    ledger) out of the collector's sight (``gc.freeze``): full passes then scan only what
+    requests made."""
+    gc.collect()
+    gc.freeze()
+
+
+@lru_cache(maxsize=1)
 def _libc():
+    """glibc, loaded once: ``find_library`` runs ``ldconfig -p`` in a subprocess (a fork of
+    the server, 2–40 ms on a loaded machine), which would otherwise follow every heavy render."""
     import ctypes
     import ctypes.util
     if not sys.platform.startswith("linux"):

@@ -55,9 +55,8 @@ ANSWER_MAX_AGE = 600
 """Seconds a fragment, an embed's state, /api, /svg or /export may be reused without asking:
 ten minutes, the most an answer of an older version can outlive an upgrade."""
 
-LIBRARIES = ("fastapi", "jinja2", "jinja2-fragments", "numpy", "pydantic", "ml_dtypes",
-             "orjson", "resvg_py", "CairoSVG", "pillow", "imageio-ffmpeg", "python-pptx",
-             "pypdf")
+LIBRARIES = ("fastapi", "jinja2", "numpy", "pydantic", "ml_dtypes", "orjson", "resvg_py",
+             "CairoSVG", "pillow", "imageio-ffmpeg", "python-pptx", "pypdf")
 """The libraries whose version can change an answer's bytes (templates, numbers, exports)."""
 
 

@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.gzip import GZipMiddleware
 
-from app.caches import fix_mmap_threshold
+from app.caches import fix_mmap_threshold, freeze_startup_objects, tune_collector
 from app.http_cache import PAGE_MAX_AGE, HttpCache, app_version, pure
 from app.course import CHAPTERS, INTROS
 from app.jobs.runner import JobRunner
@@ -41,7 +41,7 @@ from app.scenes import (
     train,
     zero,
 )
-from app.templating import STATIC, asset_version, render
+from app.templating import STATIC, asset_version, compile_templates, render
 
 SCENES = (memory.SCENE, parallelism.SCENE, collective.SCENE, optimizer.SCENE,
           data_parallel.SCENE, zero.SCENE, tensor_parallel.SCENE, pipeline.SCENE, precision.SCENE,
@@ -162,12 +162,16 @@ class CompressPages:
 def create_app(runner: JobRunner | None = None) -> FastAPI:
     runner = runner or JobRunner.from_environment()
     fix_mmap_threshold()
+    tune_collector()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # the planner's accuracy ledger (every published run searched twice, the same on
-        # every planner page) is computed before the first request, not during it
+        # every planner page) is computed, and every template compiled, before the first
+        # request, not during it
         await run_in_threadpool(ledger)
+        await run_in_threadpool(compile_templates)
+        freeze_startup_objects()
         yield
         runner.shutdown()  # no worker outlives the server
 

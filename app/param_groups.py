@@ -1,7 +1,9 @@
-"""Parameter groups: the model shape, the network and the GPU, each field defined once.
+"""Parameter groups: the model shape, the network, the GPU and the 5D layout, each field defined
+once.
 
 Many scenes ask for the same things — a model (``preset`` and its shape), a cluster's links
-(``alpha_us``, ``intra_node_gbs``, ``inter_node_gbs``, ``gpus_per_node``), a GPU — and DESIGN
+(``alpha_us``, ``intra_node_gbs``, ``inter_node_gbs``, ``gpus_per_node``), a GPU, a layout of
+ranks (``tp``, ``cp``, ``ep``, ``dp``, ``pp`` and their ``order``) — and DESIGN
 principles 11 and 13 want each of them to have one name, one range, one label and one help
 text, so that one scenario (a model on a cluster) flows from scene to scene in the query string.
 This module holds those definitions:
@@ -9,10 +11,10 @@ This module holds those definitions:
 * a **field type** per field (``HiddenField``, ``NvlinkField`` …): the shared type of
   app/params.py (its range and description) with the one :class:`~app.params.Control` that
   draws it, tagged with its group;
-* a **mixin** per group (:class:`ModelShapeGroup`, :class:`NetworkGroup`, :class:`GpuGroup`)
-  that declares the whole group with its usual defaults — and, for the model shape, the one
-  meaning of an empty shape field (:meth:`ModelShapeGroup.shape`) and the one validator of a
-  shape (:func:`shape_problem`).
+* a **mixin** per group (:class:`ModelShapeGroup`, :class:`NetworkGroup`, :class:`GpuGroup`,
+  :class:`LayoutGroup`) that declares the whole group with its usual defaults — and, for the
+  model shape, the one meaning of an empty shape field (:meth:`ModelShapeGroup.shape`) and the
+  one validator of a shape (:func:`shape_problem`).
 
 A scene takes a whole group by inheriting its mixin (``class ZeroParams(NetworkGroup)``), or a
 few fields of a group by declaring them with the group's field types (``seq: SeqField = 2048``).
@@ -22,6 +24,10 @@ types no second range, label or help (tests/api/test_controls.py holds every gro
 every scene to its group's definition). The page lays a group out with
 ``{{ group(model, "network", v) }}`` (templates/_partials/fields.html): the group's fields the
 model has, in the group's order.
+
+The layout is a group as a whole: its order names all five axes, so a scene takes all of it
+(:class:`LayoutGroup`) or none — a scene that asks for one size alone (/memory's t, /zero's N_d)
+draws its own control over the shared type (app.params.Tp, Dp …), with its own label and widget.
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ from pydantic import model_validator
 
 from app.catalog.gpus import GPU_TEXTS
 from app.catalog.models import PRESET_TEXTS, PRESETS, ModelShape, resolve
-from app.params import (GROUP_ORDER, AlphaUs, Control, Ffn, GpuModel, GpusPerNode, GpuTflops,
-                        Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid, KvHeads, Layers,
-                        MicroBatch, ModelPreset, SceneParams, Seq, Vocab, divisors_near, suggest)
+from app.params import (GROUP_ORDER, AlphaUs, Control, Cp, Dp, Ep, Ffn, GpuModel, GpusPerNode,
+                        GpuTflops, Heads, Hidden, InterNodeGBs, IntraNodeGBs, Invalid, KvHeads,
+                        Layers, MicroBatch, ModelPreset, Order, Pp, SceneParams, Seq, Tp, Vocab,
+                        divisors_near, suggest)
 
-MODEL, NETWORK, GPU = "model", "network", "gpu"
+MODEL, NETWORK, GPU, LAYOUT = "model", "network", "gpu", "layout"
 """The groups' names, as ``group()`` in fields.html takes them."""
 
 # --- the model shape ------------------------------------------------------------------------
@@ -199,6 +206,72 @@ class GpuGroup(SceneParams):
         return data
 
 
+# --- the layout -----------------------------------------------------------------------------
+
+AXES: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
+"""The five parallel axes (Megatron-LM's names), fastest first in its default order
+tp-cp-ep-dp-pp: the layout group's order."""
+
+
+def powers_of_two(high: int) -> tuple[int, ...]:
+    """1, 2, 4, … up to ``high`` (and ``high`` itself): the stops of a size slider."""
+    stops = tuple(2 ** k for k in range(0, 21) if 2 ** k <= high)
+    return stops if stops[-1] == high else (*stops, high)
+
+
+def size_slider(label: str, size_type, help: str, group: str = "") -> Control:
+    """A size slider over the powers of two up to the type's own upper bound (a range is
+    written once: in the type). A page may stop it lower (``field(…, max=16)``)."""
+    high = next(m.le for m in size_type.__metadata__[0].metadata if getattr(m, "le", None))
+    return Control(label, kind="values", values=powers_of_two(high), help=help, group=group)
+
+
+TpField = Annotated[Tp, size_slider("Tensor parallel tp", Tp,
+                                    "Splits every weight matrix: heads, MLP and vocabulary.",
+                                    LAYOUT)]
+CpField = Annotated[Cp, size_slider("Context parallel cp", Cp,
+                                    "Splits every sequence; K/V go round a ring.", LAYOUT)]
+EpField = Annotated[Ep, size_slider("Expert parallel ep", Ep,
+                                    "Carved out of dp·cp: must divide it and the experts.",
+                                    LAYOUT)]
+DpField = Annotated[Dp, size_slider("Data parallel dp", Dp,
+                                    "Replicas (context-parallel ranks not counted): world = "
+                                    "tp·cp·dp·pp.", LAYOUT)]
+PpField = Annotated[Pp, size_slider("Pipeline stages pp", Pp,
+                                    "Splits the layers; activations move stage to stage.",
+                                    LAYOUT)]
+OrderField = Annotated[Order, Control(
+    "Order (fastest first)", kind="text",
+    options=("tp-cp-ep-dp-pp", "tp-cp-pp-ep-dp", "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp",
+             "dp-cp-ep-tp-pp", "pp-tp-cp-ep-dp", "pp-dp-ep-cp-tp"), group=LAYOUT,
+    help="tp, cp, ep, dp and pp once each, joined by “-”. Megatron-LM's default "
+         "tp-cp-ep-dp-pp keeps consecutive ranks in one TP group.")]
+
+
+class LayoutGroup(SceneParams):
+    """A 5D layout of ranks (chapter 11): the five sizes and Megatron-LM's rank order, as
+    /parallelism lays it out and /train runs it. Expert parallelism is carved out of dp·cp, so
+    the world is tp·cp·dp·pp; the order's and the sizes' rules are /parallelism's
+    (app/sim/parallelism/params.py), the one validator of a layout."""
+
+    # tensor-parallel size
+    tp: TpField = 2
+    # context-parallel size
+    cp: CpField = 1
+    # expert-parallel size, carved out of dp·cp
+    ep: EpField = 2
+    # data-parallel replicas (context-parallel ranks not counted)
+    dp: DpField = 2
+    # pipeline stages
+    pp: PpField = 2
+    # Megatron-LM's rank order, fastest-varying axis first
+    order: OrderField = "tp-cp-ep-dp-pp"
+
+    @property
+    def world(self) -> int:
+        return self.tp * self.cp * self.dp * self.pp
+
+
 GROUPS: dict[str, dict[str, object]] = {
     MODEL: {"preset": PresetField, "layers": LayersField, "hidden": HiddenField,
             "heads": HeadsField, "kv_heads": KvHeadsField, "ffn": FfnField,
@@ -206,6 +279,8 @@ GROUPS: dict[str, dict[str, object]] = {
     NETWORK: {"alpha_us": AlphaField, "intra_node_gbs": NvlinkField,
               "inter_node_gbs": InfinibandField, "gpus_per_node": GpusPerNodeField},
     GPU: {"gpu": GpuField, "gpu_tflops": GpuTflopsField},
+    LAYOUT: {"tp": TpField, "cp": CpField, "ep": EpField, "dp": DpField, "pp": PpField,
+             "order": OrderField},
 }
 """Every group's fields and their types, in the groups' order: a page lays a group out in this
 order and a canonical query lists it so (app.params.group_fields); the docs' tables and the tests

@@ -53,8 +53,8 @@ class Control:
     is the field's max_length.
 
     ``group`` names the parameter group (app/param_groups.py) whose field this is: "model",
-    "network" or "gpu"; the page lays the group out with ``group()`` (fields.html), never field
-    by field. A scene's own fields leave it empty.
+    "network", "gpu" or "layout"; the page lays the group out with ``group()`` (fields.html),
+    never field by field. A scene's own fields leave it empty.
     """
 
     label: str
@@ -350,6 +350,11 @@ GpuTflops = Annotated[float, Field(ge=1, le=100000,
 Dp = Annotated[int, Field(ge=1, le=1024, description="data-parallel size")]
 Tp = Annotated[int, Field(ge=1, le=64, description="tensor-parallel size")]
 Pp = Annotated[int, Field(ge=1, le=64, description="pipeline-parallel size (stages)")]
+Cp = Annotated[int, Field(ge=1, le=64, description="context-parallel size (splits the sequence)")]
+Ep = Annotated[int, Field(ge=1, le=256, description="expert-parallel size (carved out of dp·cp)")]
+Order = Annotated[str, Field(min_length=14, max_length=14, pattern=r"^[a-z]{2}(-[a-z]{2}){4}$",
+                             description="the five axes tp, cp, ep, dp, pp joined by '-', "
+                                         "fastest-varying first")]
 Layers = Annotated[int, Field(ge=1, le=512, description="transformer layers")]
 Tokens = Annotated[int, Field(ge=1, le=65536,
                               description="tokens in a batch (the rows of an activation matrix)")]

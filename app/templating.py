@@ -1,7 +1,9 @@
 """The Jinja environment: templates/, shared filters, and block rendering for htmx fragments.
 
 A page template renders whole for a normal request and only its named block (``stage``) for an
-htmx request, with jinja2-fragments, so one template serves both (DESIGN principle 6).
+htmx request, so one template serves both (DESIGN principle 6) — jinja2-fragments' way, with the
+blocks the template inherits too: a scene's template extends templates/_partials/scene_layout.html,
+which holds the stage block itself.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from jinja2_fragments import render_block
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, nodes, select_autoescape
 from markupsafe import Markup
 
 from app.draw.box import client_config
@@ -84,7 +85,39 @@ def deck_style(standalone: bool) -> Markup:
     return Markup(render("_partials/deck_style.css", c=colours))
 
 
+def compile_templates() -> int:
+    """Compile every template (Jinja compiles one the first time it is rendered: a scene's
+    first page paid about twice its render for its template and partials). Called while the
+    server starts, before the first request; returns how many."""
+    env = environment()
+    names = env.list_templates()
+    for name in names:
+        env.get_template(name)
+    return len(names)
+
+
 def render(template: str, block: str | None = None, **context) -> str:
+    """``template`` rendered whole, or only its block ``block`` (a fragment)."""
+    env = environment()
     if block is None:
-        return environment().get_template(template).render(**context)
-    return render_block(environment(), template, block, **context)
+        return env.get_template(template).render(**context)
+    ctx = env.get_template(template).new_context(context)
+    for parent in _parents(template):     # as rendering the whole page would: the template's
+        for name, func in env.get_template(parent).blocks.items():   # own blocks first
+            ctx.blocks.setdefault(name, []).append(func)
+    try:
+        return env.concat(ctx.blocks[block][0](ctx))
+    except Exception:
+        env.handle_exception()
+
+
+@lru_cache(maxsize=None)
+def _parents(template: str) -> tuple[str, ...]:
+    """The templates ``template`` extends, nearest first (the names its {% extends %} give)."""
+    env = environment()
+    source = env.loader.get_source(env, template)[0]
+    extends = env.parse(source).find(nodes.Extends)
+    if extends is None:
+        return ()
+    parent = extends.template.value
+    return (parent, *_parents(parent))

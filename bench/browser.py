@@ -150,11 +150,29 @@ def launch(playwright):
     return playwright.chromium.launch(args=ARGS)
 
 
-def slider_values(low: int, high: int, moves: int) -> list[int]:
-    """A drag back and forth across up to 9 neighbouring values, ``moves`` moves long."""
-    span = list(range(low, min(high, low + 8) + 1))
+def slider_values(low: float, high: float, moves: int, step: float = 1) -> list:
+    """A drag back and forth across up to 9 neighbouring positions of the slider, ``step``
+    apart (a drag's input events land on positions next to one another: on /precision's
+    0.1-step slider a move of 1.0 would be ten positions), ``moves`` moves long."""
+    count = min(8, int((high - low) / step + 1e-9))
+    span = [_position(low + i * step) for i in range(count + 1)]
     sweep = span + span[-2:0:-1]
     return [sweep[i % len(sweep)] for i in range(1, moves + 1)]
+
+
+def _position(value: float):
+    """A slider position as the slider writes it: an int where it is whole, else rounded off
+    the float error of ``low + i · step``."""
+    value = round(value, 9)
+    return int(value) if value == int(value) else value
+
+
+def slider_step(control) -> float:
+    """The ``step`` of a range input (1 where it has none)."""
+    try:
+        return float(control.get_attribute("step") or 1)
+    except ValueError:   # "any"
+        return 1.0
 
 
 def jump_values(low: int, high: int, seen: list, jumps: int, seed: str) -> list[int]:
@@ -209,8 +227,8 @@ def measure(base: str, scenes, moves: int = 60, jumps: int = 12) -> dict:
                 control = page.locator(selector).first
                 low = int(float(control.get_attribute("min")))
                 high = int(float(control.get_attribute("max")))
-                start = int(float(control.input_value()))
-                values = slider_values(max(low, start), high, moves)
+                start = _position(float(control.input_value()))
+                values = slider_values(max(low, start), high, moves, slider_step(control))
                 times = page.evaluate(MEASURE_MOVES, {"selector": selector, "values": values})
             # the person's own requests (htmx's XMLHttpRequest) during the jumps: those answered
             # by the server on the spot rather than from what the page fetched ahead

@@ -20,10 +20,10 @@ real torch.distributed communication (gloo on CPU, NCCL with GPUs):
     hybrid      all_to_all_single inside process groups of ``ulysses`` consecutive ranks,
                 then the ring over the cp/ulysses groups with isend/irecv
 
-The arithmetic is the worker's own: each block gives a partial output and its logsumexp,
-and partials merge the way FlashAttention / Transformer Engine combine them,
-lse = logaddexp(lse_a, lse_b), O = e^{lse_a − lse}·O_a + e^{lse_b − lse}·O_b — not the
-simulation's running max and sum. Rank 0 also computes the whole sequence with torch's
+The arithmetic is the workers' own (workers/attention_blocks.py, shared with the training
+framework's ring): each block gives a partial output and its logsumexp, and partials merge the
+way FlashAttention / Transformer Engine combine them, lse = logaddexp(lse_a, lse_b),
+O = e^{lse_a − lse}·O_a + e^{lse_b − lse}·O_b — not the simulation's running max and sum. Rank 0 also computes the whole sequence with torch's
 scaled_dot_product_attention (enable_gqa) as a reference.
 
 Counting: every send call records the elements it puts on the wire: an isend its tensor, an
@@ -45,6 +45,7 @@ from app.sim.context_parallel.inputs import make_inputs
 from app.sim.context_parallel.layout import a2a_groups, ring_groups, tokens_table
 from app.sim.context_parallel.params import STAGE_FIELDS as STAGE
 from app.sim.context_parallel.params import ContextParallelParams
+from workers.attention_blocks import merge, partial, skip
 
 ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
@@ -73,37 +74,6 @@ class Tally:
         self.calls.append({"op": op, "elements": elements})
 
 
-# --- the arithmetic: one block, and the merge of two partial results -------------------------
-
-def block(q, k, v, q_pos, k_pos, causal: bool, group: int):
-    """Attention of queries q (nq, h, d) over one block of keys k, v (nk, h_kv, d): the partial
-    output (nq, h, d) and its logsumexp (nq, h); rows that see no key get lse −∞ and output 0."""
-    k = k.repeat_interleave(group, dim=1)               # query head j reads kv head j // group
-    v = v.repeat_interleave(group, dim=1)
-    scores = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(q.shape[-1])
-    if causal:
-        scores = scores.masked_fill(k_pos[None, None, :] > q_pos[None, :, None], -math.inf)
-    lse = torch.logsumexp(scores, dim=-1)                # (h, nq)
-    seen = torch.isfinite(lse)
-    p = torch.where(seen[..., None], torch.exp(scores - lse.where(seen, 0.0)[..., None]), 0.0)
-    return torch.einsum("hqk,khd->qhd", p, v), lse.T
-
-
-def combine(out, lse, out_b, lse_b):
-    """Merge two partial attentions of the same queries over disjoint keys."""
-    new = torch.logaddexp(lse, lse_b)
-    seen = torch.isfinite(new)
-    safe = new.where(seen, 0.0)
-    w_a = torch.where(seen, torch.exp(lse - safe), 0.0)[..., None]
-    w_b = torch.where(seen, torch.exp(lse_b - safe), 0.0)[..., None]
-    return out * w_a + out_b * w_b, new
-
-
-def skip(q_pos, k_pos, causal: bool) -> bool:
-    """A block wholly above the causal diagonal: every key after every query."""
-    return causal and bool(k_pos.min() > q_pos.max())
-
-
 # --- the methods ------------------------------------------------------------------------------
 
 def ring_attention(q, kv, q_pos, ring: list[int], positions, causal, group, tally: Tally):
@@ -124,8 +94,8 @@ def ring_attention(q, kv, q_pos, ring: list[int], positions, causal, group, tall
             pending = dist.batch_isend_irecv(ops)
         k_pos = positions((me - s) % size)
         if not skip(q_pos, k_pos, causal):
-            out_b, lse_b = block(q, kv[0], kv[1], q_pos, k_pos, causal, group)
-            out, lse = combine(out, lse, out_b, lse_b)
+            out_b, lse_b = partial(q, kv[0], kv[1], q_pos, k_pos, group, causal)
+            out, lse = merge(out, lse, out_b, lse_b)
             tally.computed_steps.append(s)
         for req in pending:
             req.wait()
@@ -176,7 +146,7 @@ def run(cfg: dict, device) -> dict:
         tally.add("all_gather", (world - 1) * kv.numel())
         k_all = everything[:, 0].reshape(-1, *kv.shape[2:])             # blocks in rank order
         v_all = everything[:, 1].reshape(-1, *kv.shape[2:])
-        out, _ = block(q[mine], k_all, v_all, mine, table.reshape(-1), p.causal, group)
+        out, _ = partial(q[mine], k_all, v_all, mine, table.reshape(-1), group, p.causal)
     else:
         u = world if p.method == "ulysses" else p.ulysses
         a2a = _groups(a2a_groups(world, u))
@@ -198,7 +168,7 @@ def run(cfg: dict, device) -> dict:
         if len(my_ring) > 1:
             part = ring_attention(ql, kv, q_pos, my_ring, group_positions, p.causal, group, tally)
         else:
-            part, _ = block(ql, kl, vl, q_pos, q_pos, p.causal, group)
+            part, _ = partial(ql, kl, vl, q_pos, q_pos, group, p.causal)
         out = heads_to_seq(part, u, pg, tally) if u > 1 else part
     return {"rank": rank, "tokens": mine.tolist(), "output": out.cpu().tolist(),
             "elements_sent": tally.elements, "calls": tally.calls,

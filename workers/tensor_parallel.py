@@ -9,7 +9,8 @@ the simulation), cuts out its own shard, and runs the block with torch autograd 
 Megatron-LM's communication operators written as autograd functions around real
 torch.distributed collectives (gloo on CPU, NCCL with GPUs): f and g, the sequence-parallel
 all-gather / reduce-scatter pair, the column-parallel linear that all-gathers its input again in
-backward, the vocab-parallel embedding and cross-entropy. Attention uses torch's own
+backward, the vocab-parallel embedding and cross-entropy (the operators and the loss are
+workers/tp_ops.py, shared with the training framework). Attention uses torch's own
 scaled_dot_product_attention, GeLU and LayerNorm torch's own functions: nothing of the
 simulation's arithmetic is reused. Every collective call is logged with its pass and size, and
 rank 0 writes each rank's output, weight gradients, input gradient and log as JSON, in float64.
@@ -26,6 +27,7 @@ import torch.nn.functional as F
 
 from app.sim.tensor_parallel.inputs import BLOCKS, make_inputs
 from app.sim.tensor_parallel.params import TensorParallelParams
+from workers.tp_ops import Conjugate, VocabParallelCrossEntropy, same
 
 # torch 2.13 renamed the single-tensor collectives; the old names still work, with a warning
 ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -74,61 +76,29 @@ def solo() -> bool:
     return dist.get_world_size() == 1
 
 
-# --- Megatron-LM's operators as autograd functions ------------------------------------------
+# --- Megatron-LM's operators: a forward and its conjugate backward (workers/tp_ops.py) ---------
 
-class CopyToTP(torch.autograd.Function):
-    """f: identity forward, all-reduce backward."""
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad if solo() else all_reduce(grad)
+def _unless_solo(op):
+    """``op``, or a copy when the group has one rank (Megatron-LM skips such collectives)."""
+    return lambda x: x.clone() if solo() else op(x)
 
 
-class ReduceFromTP(torch.autograd.Function):
-    """g: all-reduce forward, identity backward."""
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone() if solo() else all_reduce(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
+def operator(forward_op, backward_op):
+    """A communication operator from its two passes (workers.tp_ops.Conjugate)."""
+    return lambda x: Conjugate.apply(x, forward_op, backward_op)
 
 
-class ReduceScatterToSP(torch.autograd.Function):
-    """Sequence parallelism's exit: reduce-scatter along the sequence, all-gather backward."""
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone() if solo() else reduce_scatter(x, 0)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad if solo() else all_gather(grad, 0)
-
-
-class GatherLastDim(torch.autograd.Function):
-    """ColumnParallelLinear(gather_output=True): all-gather columns, split backward."""
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone() if solo() else all_gather(x, 1)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return own_chunk(grad, 1)
-
-
-class ScatterLastDim(torch.autograd.Function):
-    """RowParallelLinear(input_is_parallel=False): keep own columns, all-gather backward."""
-    @staticmethod
-    def forward(ctx, x):
-        return own_chunk(x, 1)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad if solo() else all_gather(grad, 1)
+copy_to_tp = operator(lambda x: x.clone(), _unless_solo(all_reduce))
+"""f: identity forward, all-reduce backward."""
+reduce_from_tp = operator(_unless_solo(all_reduce), same)
+"""g: all-reduce forward, identity backward."""
+reduce_scatter_to_sp = operator(_unless_solo(lambda x: reduce_scatter(x, 0)),
+                                _unless_solo(lambda g: all_gather(g, 0)))
+"""Sequence parallelism's exit: reduce-scatter along the sequence, all-gather backward."""
+gather_last_dim = operator(_unless_solo(lambda x: all_gather(x, 1)), lambda g: own_chunk(g, 1))
+"""ColumnParallelLinear(gather_output=True): all-gather columns, split backward."""
+scatter_last_dim = operator(lambda x: own_chunk(x, 1), _unless_solo(lambda g: all_gather(g, 1)))
+"""RowParallelLinear(input_is_parallel=False): keep own columns, all-gather backward."""
 
 
 class ColumnLinearSP(torch.autograd.Function):
@@ -150,32 +120,6 @@ class ColumnLinearSP(torch.autograd.Function):
         return grad_input, total.T @ grad
 
 
-class VocabParallelCrossEntropy(torch.autograd.Function):
-    """Megatron-LM's _VocabParallelCrossEntropy: three all-reduces of n numbers, no gather."""
-    @staticmethod
-    def forward(ctx, logits, targets, vocab_start):
-        n, per = logits.shape
-        reduce = (lambda x, op="sum": x) if solo() else all_reduce
-        row_max = reduce(logits.max(dim=1).values, "max")
-        shifted = logits - row_max[:, None]
-        mine = (targets >= vocab_start) & (targets < vocab_start + per)
-        local = (targets - vocab_start).clamp(0, per - 1)
-        target_logit = torch.where(mine, shifted[torch.arange(n), local], 0.0)
-        target_logit = reduce(target_logit)
-        exp = shifted.exp()
-        sum_exp = reduce(exp.sum(dim=1))
-        ctx.save_for_backward(exp / sum_exp[:, None], mine, local)
-        return sum_exp.log() - target_logit
-
-    @staticmethod
-    def backward(ctx, grad):
-        softmax, mine, local = ctx.saved_tensors
-        d = softmax.clone()
-        rows = torch.nonzero(mine).flatten()
-        d[rows, local[rows]] -= 1.0
-        return d * grad[:, None], None, None
-
-
 # --- the blocks -----------------------------------------------------------------------------
 
 def run(block: str, inp, sp: bool, heads: int, device) -> dict:
@@ -192,13 +136,13 @@ def run(block: str, inp, sp: bool, heads: int, device) -> dict:
             weights["W"] = leaf(own_chunk(t(inp.weights["W"]), 1))
             x = leaf(rows(t(inp.x)))
             y = ColumnLinearSP.apply(x, weights["W"]) if sp else \
-                GatherLastDim.apply(CopyToTP.apply(x) @ weights["W"])
+                gather_last_dim(copy_to_tp(x) @ weights["W"])
             dy = own_chunk(t(inp.dy), 1) if sp else t(inp.dy)
         else:
             weights["W"] = leaf(own_chunk(t(inp.weights["W"]), 0))
             x = leaf(t(inp.x))
-            partial = ScatterLastDim.apply(x) @ weights["W"]
-            y = ReduceScatterToSP.apply(partial) if sp else ReduceFromTP.apply(partial)
+            partial = scatter_last_dim(x) @ weights["W"]
+            y = reduce_scatter_to_sp(partial) if sp else reduce_from_tp(partial)
             dy = rows(t(inp.dy))
         PHASE["pass"] = "backward"
         y.backward(dy)
@@ -210,7 +154,7 @@ def run(block: str, inp, sp: bool, heads: int, device) -> dict:
         weights[first] = leaf(own_chunk(t(inp.weights[first]), 1))
         weights[second] = leaf(own_chunk(t(inp.weights[second]), 0))
         inner = ColumnLinearSP.apply(norm, weights[first]) if sp else \
-            CopyToTP.apply(norm) @ weights[first]
+            copy_to_tp(norm) @ weights[first]
         if block == "mlp":
             inner = F.gelu(inner, approximate="tanh")
         else:
@@ -220,7 +164,7 @@ def run(block: str, inp, sp: bool, heads: int, device) -> dict:
             context = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             inner = context.transpose(0, 1).reshape(n, -1)
         partial = inner @ weights[second]
-        z = ReduceScatterToSP.apply(partial) if sp else ReduceFromTP.apply(partial)
+        z = reduce_scatter_to_sp(partial) if sp else reduce_from_tp(partial)
         y = x + rows(t(inp.mask)) * z
         PHASE["pass"] = "backward"
         y.backward(rows(t(inp.dy)))
@@ -236,11 +180,12 @@ def run(block: str, inp, sp: bool, heads: int, device) -> dict:
         outside = (ids < start) | (ids >= start + per)
         looked_up = F.embedding((ids - start).clamp(0, per - 1), e_shard)
         partial = looked_up * (~outside)[:, None]
-        hidden = ReduceScatterToSP.apply(partial) if sp else ReduceFromTP.apply(partial)
+        hidden = reduce_scatter_to_sp(partial) if sp else reduce_from_tp(partial)
         logits = ColumnLinearSP.apply(hidden, e_shard.T) if sp else \
-            CopyToTP.apply(hidden) @ e_shard.T
+            copy_to_tp(hidden) @ e_shard.T
         targets = torch.tensor(inp.targets, device=device)
-        losses = VocabParallelCrossEntropy.apply(logits, targets, start)
+        losses = VocabParallelCrossEntropy.apply(logits, targets, start,
+                                                  (lambda x, op: x) if solo() else all_reduce)
         y = hidden
         PHASE["pass"] = "backward"
         losses.mean().backward()

@@ -14,6 +14,7 @@ from app.exercises.model import Mistake, Step, Worked, exercise
 from app.exercises.units import num
 from app.sim.memory import activations, model_states
 from app.catalog.models import ModelShape
+from app.param_groups import AXES
 from app.sim.parallelism import strategies as five
 from app.sim.parallelism.layout import Layout
 from app.sim.parallelism.params import ParallelismParams
@@ -26,7 +27,7 @@ GPT_SHAPES = ((12, 768, 12), (24, 1024, 16), (24, 2048, 16), (32, 2560, 32), (32
 
 
 def flat_layout(world: int, gpus_per_node: int, tp: int = 1, pp: int = 1) -> Layout:
-    return Layout(("tp", "cp", "ep", "dp", "pp"),
+    return Layout(AXES,
                   (("tp", tp), ("cp", 1), ("dp", world // (tp * pp)), ("pp", pp), ("ep", 1)),
                   gpus_per_node)
 
@@ -37,11 +38,9 @@ def flat_layout(world: int, gpus_per_node: int, tp: int = 1, pp: int = 1) -> Lay
                  "evenly over tp·pp",
           ranges={"params": (1e8, 2e12), "tp": (1, 2, 4, 8), "pp": (1, 2, 4, 8)})
 class ModelStatesPerGpu:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "tp": d.choice((1, 2, 4, 8)), "pp": d.choice((1, 2, 4, 8))}
 
-    @staticmethod
     def prompt(g):
         return (f"A model of {psi_text(g['params'])} parameters trains with mixed-precision "
                 f"Adam (fp16 parameters and gradients; fp32 master weights, momentum and "
@@ -49,7 +48,6 @@ class ModelStatesPerGpu:
                 f"pp = {g['pp']} GPUs, with no ZeRO. How many bytes of model states does each "
                 f"GPU hold (assume the split is even)?")
 
-    @staticmethod
     def solve(g):
         psi, tp, pp = g["params"], g["tp"], g["pp"]
         s = model_states.per_gpu(psi, tp=tp, pp=pp)
@@ -71,7 +69,6 @@ class ModelStatesPerGpu:
                                  "of optimizer state — 16 bytes in all."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "gpt3-175b", "param_count": g["params"], "tp": g["tp"],
                 "pp": g["pp"]}
@@ -83,20 +80,17 @@ class ModelStatesPerGpu:
           ranges={"layers": (12, 96), "hidden": (768, 12288), "vocab": (32000, 51200),
                   "seq": (1024, 2048, 4096)})
 class ParamCountGpt:
-    @staticmethod
     def draw(d):
         layers, hidden, heads = d.choice(GPT_SHAPES)
         return {"layers": layers, "hidden": hidden, "heads": heads,
                 "vocab": d.choice((50257, 51200, 32000)), "seq": d.choice((1024, 2048, 4096))}
 
-    @staticmethod
     def prompt(g):
         return (f"A GPT has L = {g['layers']} layers of hidden size h = {g['hidden']} "
                 f"(MLP 4h, biases, two LayerNorms a layer), learned position embeddings for "
                 f"s = {g['seq']} positions, a vocabulary of V = {g['vocab']} tied with the "
                 f"output head, and a final LayerNorm. How many parameters does it have?")
 
-    @staticmethod
     def solve(g):
         L, h, V, s = g["layers"], g["hidden"], g["vocab"], g["seq"]
         model = ModelShape("exercise", "gpt", L, h, g["heads"], g["heads"], 4 * h, V, s)
@@ -119,7 +113,6 @@ class ParamCountGpt:
                                                         "weights; attention 4h²: 12h² a layer."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "gpt2", "layers": g["layers"], "hidden": g["hidden"],
                 "heads": g["heads"], "vocab": g["vocab"], "seq": g["seq"]}
@@ -131,13 +124,11 @@ class ParamCountGpt:
           ranges={"layers": (12, 96), "hidden": (768, 12288), "heads": (12, 96),
                   "seq": (512, 4096), "micro_batch": (1, 8)})
 class ActivationsWholeModel:
-    @staticmethod
     def draw(d):
         layers, hidden, heads = d.choice(GPT_SHAPES)
         return {"layers": layers, "hidden": hidden, "heads": heads,
                 "seq": d.choice((512, 1024, 2048, 4096)), "micro_batch": d.choice((1, 2, 4, 8))}
 
-    @staticmethod
     def prompt(g):
         return (f"A GPT with L = {g['layers']} layers, h = {g['hidden']}, a = {g['heads']} "
                 f"heads trains on micro-batches of b = {plural(g['micro_batch'], 'sequence')} of "
@@ -145,7 +136,6 @@ class ActivationsWholeModel:
                 f"activations, 1-byte dropout masks). How many bytes of activations does the "
                 f"forward pass keep for the backward pass, over all layers?")
 
-    @staticmethod
     def solve(g):
         L, h, a, s, b = g["layers"], g["hidden"], g["heads"], g["seq"], g["micro_batch"]
         shape = activations.LayerShape(s, b, h, a)
@@ -164,7 +154,6 @@ class ActivationsWholeModel:
             Mistake(per, "That is one layer; the model has L of them."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "gpt3-175b", "layers": g["layers"], "hidden": g["hidden"],
                 "heads": g["heads"], "seq": g["seq"], "micro_batch": g["micro_batch"]}
@@ -176,7 +165,6 @@ class ActivationsWholeModel:
           ranges={"nodes": (1, 128), "gpus_per_node": (4, 8), "tp": (1, 8), "pp": (1, 16)},
           scene_hides=("dp",))
 class WorldDpSize:
-    @staticmethod
     def draw(d):
         while True:
             g = {"nodes": d.choice((1, 2, 4, 8, 16, 32, 64, 128)),
@@ -186,14 +174,12 @@ class WorldDpSize:
             if world % (g["tp"] * g["pp"]) == 0 and world // (g["tp"] * g["pp"]) >= 2:
                 return g
 
-    @staticmethod
     def prompt(g):
         return (f"A job runs on {g['nodes']} node{'s' if g['nodes'] > 1 else ''} of "
                 f"{g['gpus_per_node']} GPUs with tensor parallelism tp = {g['tp']} and "
                 f"pipeline parallelism pp = {g['pp']} (no context parallelism). How many "
                 f"data-parallel replicas (dp) does that leave?")
 
-    @staticmethod
     def solve(g):
         world = g["nodes"] * g["gpus_per_node"]
         layout = flat_layout(world, g["gpus_per_node"], g["tp"], g["pp"])
@@ -214,7 +200,6 @@ class WorldDpSize:
             Mistake(world, "dp counts replicas, each of which spans tp · pp GPUs."),
         ))
 
-    @staticmethod
     def scene(g):
         world = g["nodes"] * g["gpus_per_node"]
         return {"tp": g["tp"], "pp": g["pp"], "dp": world // (g["tp"] * g["pp"]),
@@ -229,19 +214,16 @@ class WorldDpSize:
                   "local_rank": (0, 7)},
           keys=("RANK", "WORLD_SIZE"))
 class TorchrunRank:
-    @staticmethod
     def draw(d):
         nnodes, n = d.choice((2, 4, 8, 16, 32, 64)), d.choice((2, 4, 8))
         return {"nnodes": nnodes, "nproc_per_node": n, "node_rank": d.integer(0, nnodes - 1),
                 "local_rank": d.integer(0, n - 1)}
 
-    @staticmethod
     def prompt(g):
         return (f"`torchrun --nnodes {g['nnodes']} --nproc-per-node {g['nproc_per_node']} "
                 f"--node-rank {g['node_rank']} …` starts a process with LOCAL_RANK = "
                 f"{g['local_rank']}. What are its RANK and WORLD_SIZE?")
 
-    @staticmethod
     def solve(g):
         world = g["nnodes"] * g["nproc_per_node"]
         proc = next(p for p in processes(flat_layout(world, g["nproc_per_node"]))
@@ -262,7 +244,6 @@ class TorchrunRank:
                     "(LOCAL_WORLD_SIZE is the per-node count)."),
         ))
 
-    @staticmethod
     def scene(g):
         world = g["nnodes"] * g["nproc_per_node"]
         return {"tp": 1, "dp": world, "pp": 1, "gpus_per_node": g["nproc_per_node"]}
@@ -275,20 +256,17 @@ class TorchrunRank:
           ranges={"rank": (0, 1023), "gpus_per_node": (4, 8), "world": (8, 1024)},
           keys=("node", "local_rank"))
 class RankNodeLocal:
-    @staticmethod
     def draw(d):
         world = d.choice((16, 32, 64, 128, 256, 512, 1024))
         return {"world": world, "gpus_per_node": d.choice((4, 8)),
                 "rank": d.integer(1, world - 1)}
 
-    @staticmethod
     def prompt(g):
         return (f"A job of WORLD_SIZE = {g['world']} runs {g['gpus_per_node']} processes per "
                 f"node, ranks filling the nodes in order. On which node (GROUP_RANK, from 0) "
                 f"does RANK {g['rank']} run, and which GPU of that node (LOCAL_RANK, "
                 f"cuda:LOCAL_RANK) does it use?")
 
-    @staticmethod
     def solve(g):
         proc = processes(flat_layout(g["world"], g["gpus_per_node"]))[g["rank"]]
         n = g["gpus_per_node"]
@@ -302,7 +280,6 @@ class RankNodeLocal:
                     "Nodes are numbered from 0."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"tp": 1, "dp": g["world"], "pp": 1, "gpus_per_node": g["gpus_per_node"]}
 
@@ -316,18 +293,15 @@ STRATEGY_NAMES = ("dp", "tp", "pp", "cp", "ep")
                  "2023; Lepikhin et al. 2020",
           ranges={"strategy": STRATEGY_NAMES, "clue": ("splits", "communicates")})
 class StrategySplits:
-    @staticmethod
     def draw(d):
         return {"strategy": d.choice(STRATEGY_NAMES), "clue": d.choice(("splits",
                                                                         "communicates"))}
 
-    @staticmethod
     def _card(g):
         p = ParallelismParams(tp=2, cp=2, dp=2, pp=2, ep=2, experts=8, model="llama3-8b",
                               gpus_per_node=8, order="tp-cp-ep-dp-pp")
         return next(s for s in five.strategies(p, ()) if s.name == g["strategy"])
 
-    @staticmethod
     def prompt(g):
         card = StrategySplits._card(g)
         text = card.splits if g["clue"] == "splits" else f"{card.communicates}, {card.when}"
@@ -335,11 +309,9 @@ class StrategySplits:
         return (f"Llama-3 8B trains with dp = tp = pp = cp = 2 and 8 experts over ep = 2. One "
                 f"of the five parallelisms {verb}: “{text}”. Which one — dp, tp, pp, cp or ep?")
 
-    @staticmethod
     def choices(g):
         return STRATEGY_NAMES
 
-    @staticmethod
     def solve(g):
         card = StrategySplits._card(g)
         steps = (Step("What it splits", card.title, "", card.splits, ""),
@@ -354,7 +326,6 @@ class StrategySplits:
         other, hint = wrong[card.name]
         return Worked(card.name, steps, (Mistake(other, hint),))
 
-    @staticmethod
     def scene(g):
         return {"tp": 2, "cp": 2, "dp": 2, "pp": 2, "ep": 2, "experts": 8, "model": "llama3-8b"}
 

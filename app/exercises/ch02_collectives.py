@@ -39,6 +39,15 @@ def buffer_bytes(d) -> int:
     return int(d.nice(1e6, 6e10, 2))
 
 
+def draw_buffer(d) -> dict:
+    """N ranks and the buffer M each of them holds."""
+    return {"ranks": d.choice(RING_RANKS), "bytes": buffer_bytes(d)}
+
+
+BUFFER_RANGES = {"ranks": (2, 64), "bytes": (1e6, 7e10)}
+"""What draw_buffer draws."""
+
+
 def collective_scene(op: str, ranks: int, size: int, alpha_us: float = 5.0,
                      link_gbs: float = 300.0, algorithm: str = "ring") -> dict:
     return {"op": op, "algorithm": algorithm, "world": ranks,
@@ -51,19 +60,13 @@ def collective_scene(op: str, ranks: int, size: int, alpha_us: float = 5.0,
           title="Bytes each rank sends in a ring all-reduce",
           source="Thakur et al. 2005; nccl-tests PERFORMANCE.md: a ring all-reduce sends "
                  "2(N−1)/N · M per rank",
-          ranges={"ranks": (2, 64), "bytes": (1e6, 7e10)})
+          ranges=BUFFER_RANGES, draw=draw_buffer)
 class RingAllReduceBytes:
-    @staticmethod
-    def draw(d):
-        return {"ranks": d.choice(RING_RANKS), "bytes": buffer_bytes(d)}
-
-    @staticmethod
     def prompt(g):
         return (f"N = {g['ranks']} GPUs all-reduce a buffer of M = {bytes_text(g['bytes'])} — "
                 f"{num(g['bytes'], 12)} bytes — that each of them holds, with the ring algorithm. "
                 f"How many bytes does each GPU send?")
 
-    @staticmethod
     def solve(g):
         n, m = g["ranks"], g["bytes"]
         share = sent_share("all_reduce", "ring", n)
@@ -84,7 +87,6 @@ class RingAllReduceBytes:
             Mistake(m, "Count both phases: reduce-scatter, then all-gather."),
         ))
 
-    @staticmethod
     def scene(g):
         return collective_scene("all_reduce", g["ranks"], g["bytes"])
 
@@ -95,13 +97,11 @@ class RingAllReduceBytes:
           ranges={"ranks": (2, 64), "bytes": (1e6, 7e10), "alpha_us": (1, 50),
                   "link_gbs": (10, 900)})
 class RingAllReduceTime:
-    @staticmethod
     def draw(d):
         return {"ranks": d.choice(RING_RANKS), "bytes": buffer_bytes(d),
                 "alpha_us": d.choice((2.0, 3.0, 5.0, 8.0, 10.0, 20.0)),
                 "link_gbs": d.choice((25.0, 50.0, 100.0, 200.0, 300.0, 450.0, 900.0))}
 
-    @staticmethod
     def prompt(g):
         return (f"N = {g['ranks']} GPUs all-reduce M = {bytes_text(g['bytes'])} — "
                 f"{num(g['bytes'], 12)} bytes — each with the ring algorithm. Every message "
@@ -109,7 +109,6 @@ class RingAllReduceTime:
                 f"(10⁹ bytes/s) per link, and all ranks send at once. How long does the "
                 f"all-reduce take, in seconds?")
 
-    @staticmethod
     def solve(g):
         n, m, a, b = g["ranks"], g["bytes"], g["alpha_us"], g["link_gbs"]
         seconds = cost.ring_time_us("all_reduce", n, m, one_node(n, a, b)) / 1e6
@@ -134,7 +133,6 @@ class RingAllReduceTime:
                     "β is in GB/s = 10⁹ bytes/s, not GiB/s."),
         ))
 
-    @staticmethod
     def scene(g):
         return collective_scene("all_reduce", g["ranks"], g["bytes"], g["alpha_us"],
                                 g["link_gbs"])
@@ -147,14 +145,12 @@ class RingAllReduceTime:
           ranges={"op": tuple(OP_WORDS), "ranks": (2, 64), "bytes": (1e6, 7e10),
                   "time_us": (1, 1e7)})
 class BusBandwidth:
-    @staticmethod
     def draw(d):
         op = d.choice(tuple(OP_WORDS))
         n, size = d.choice(RING_RANKS), buffer_bytes(d)
         ideal = size / (d.choice((80.0, 150.0, 200.0, 350.0)) * 1e3)     # µs at a plausible rate
         return {"op": op, "ranks": n, "bytes": size, "time_us": float(f"{ideal:.3g}")}
 
-    @staticmethod
     def prompt(g):
         whole = (" (S is the whole gathered or scattered array, count × n, as nccl-tests "
                  "reports it)" if g["op"] in ("all_gather", "reduce_scatter") else "")
@@ -162,7 +158,6 @@ class BusBandwidth:
                 f"{whole} on n = {g['ranks']} GPUs at {g['time_us']:g} µs. What bus "
                 f"bandwidth (busbw) does it report, in GB/s?")
 
-    @staticmethod
     def solve(g):
         op, n, size, t = g["op"], g["ranks"], g["bytes"], g["time_us"]
         algbw, busbw = cost.bandwidths(op, n, size, t)
@@ -184,7 +179,6 @@ class BusBandwidth:
                                    "(n−1)/n for all-gather, reduce-scatter and all-to-all."),
         ))
 
-    @staticmethod
     def scene(g):
         return collective_scene(g["op"], g["ranks"], g["bytes"])
 
@@ -194,17 +188,14 @@ class BusBandwidth:
           source="nccl-tests PERFORMANCE.md: all-gather sends (n−1)/n · S per rank",
           ranges={"ranks": (2, 64), "shard_bytes": (1e5, 2e9)})
 class AllGatherBytes:
-    @staticmethod
     def draw(d):
         return {"ranks": d.choice(RING_RANKS), "shard_bytes": int(d.nice(1e5, 2e9, 2))}
 
-    @staticmethod
     def prompt(g):
         return (f"N = {g['ranks']} GPUs each hold a shard of {num(g['shard_bytes'])} bytes; a "
                 f"ring all-gather gives every GPU all N shards. How many bytes does each GPU "
                 f"send?")
 
-    @staticmethod
     def solve(g):
         n, s = g["ranks"], g["shard_bytes"]
         whole = n * s
@@ -222,7 +213,6 @@ class AllGatherBytes:
             Mistake(float(s), "Each step forwards one shard, and there are N−1 steps."),
         ))
 
-    @staticmethod
     def scene(g):
         return collective_scene("all_gather", g["ranks"], g["ranks"] * g["shard_bytes"])
 
@@ -233,20 +223,17 @@ class AllGatherBytes:
           ranges={"ranks": (2, 64), "bytes": (1e6, 7e10), "alpha_us": (1, 50),
                   "link_gbs": (10, 900)})
 class ReduceScatterTime:
-    @staticmethod
     def draw(d):
         return {"ranks": d.choice(RING_RANKS), "bytes": buffer_bytes(d),
                 "alpha_us": d.choice((2.0, 5.0, 10.0, 15.0)),
                 "link_gbs": d.choice((25.0, 50.0, 100.0, 300.0, 450.0))}
 
-    @staticmethod
     def prompt(g):
         return (f"N = {g['ranks']} GPUs reduce-scatter a tensor of S = {bytes_text(g['bytes'])} — "
                 f"{num(g['bytes'], 12)} bytes — with the ring algorithm: each ends with the sum "
                 f"of one 1/N chunk. Messages cost α = {g['alpha_us']:g} µs plus bytes over "
                 f"β = {g['link_gbs']:g} GB/s. How long does it take, in milliseconds?")
 
-    @staticmethod
     def solve(g):
         n, m, a, b = g["ranks"], g["bytes"], g["alpha_us"], g["link_gbs"]
         ms = cost.ring_time_us("reduce_scatter", n, m, one_node(n, a, b)) / 1e3
@@ -264,7 +251,6 @@ class ReduceScatterTime:
             Mistake((n - 1) * m / n / (b * 1e6), "Add the latency: N−1 messages of α each."),
         ))
 
-    @staticmethod
     def scene(g):
         return collective_scene("reduce_scatter", g["ranks"], g["bytes"], g["alpha_us"],
                                 g["link_gbs"])
@@ -275,20 +261,17 @@ class ReduceScatterTime:
           source="Hockney's α–β model on the ring all-reduce: 2(N−1)α = 2(N−1)/N · M/β",
           ranges={"ranks": (2, 64), "alpha_us": (1, 50), "link_gbs": (10, 900)})
 class AlphaBetaCrossover:
-    @staticmethod
     def draw(d):
         return {"ranks": d.choice(RING_RANKS), "alpha_us": d.choice((2.0, 5.0, 8.0, 10.0,
                                                                     20.0)),
                 "link_gbs": d.choice((25.0, 50.0, 100.0, 200.0, 300.0, 900.0))}
 
-    @staticmethod
     def prompt(g):
         return (f"A ring all-reduce on N = {g['ranks']} GPUs pays α = {g['alpha_us']:g} µs per "
                 f"message and β = {g['link_gbs']:g} GB/s per link. For which buffer size M do "
                 f"its latency term and its bandwidth term cost the same time? (Below it, the "
                 f"all-reduce is latency-bound.)")
 
-    @staticmethod
     def solve(g):
         n, a, b = g["ranks"], g["alpha_us"], g["link_gbs"]
         costs = cost.schedule_costs("all_reduce", "ring", n, one_node(n, a, b))
@@ -308,7 +291,6 @@ class AlphaBetaCrossover:
             Mistake(size / 1e3, "α is in µs and β in GB/s: 1 GB/s moves 10³ bytes per µs."),
         ))
 
-    @staticmethod
     def scene(g):
         return collective_scene("all_reduce", g["ranks"], 64 * 2**20, g["alpha_us"],
                                 g["link_gbs"])
@@ -317,19 +299,13 @@ class AlphaBetaCrossover:
 @exercise("all-to-all-bytes", chapter=2, scene="collective", kind="number", unit="bytes",
           title="Bytes each rank sends in an all-to-all",
           source="torch.distributed all_to_all; nccl-tests: (n−1)/n · S per rank",
-          ranges={"ranks": (2, 64), "bytes": (1e6, 7e10)})
+          ranges=BUFFER_RANGES, draw=draw_buffer)
 class AllToAllBytes:
-    @staticmethod
-    def draw(d):
-        return {"ranks": d.choice(RING_RANKS), "bytes": buffer_bytes(d)}
-
-    @staticmethod
     def prompt(g):
         return (f"In an all-to-all on N = {g['ranks']} GPUs, each GPU's buffer of "
                 f"{num(g['bytes'])} bytes is cut into N equal chunks and chunk j goes to GPU j "
                 f"(pairwise direct exchange). How many bytes does each GPU send to the others?")
 
-    @staticmethod
     def solve(g):
         n, m = g["ranks"], g["bytes"]
         sent = sent_share("all_to_all", "direct", n) * m
@@ -343,7 +319,6 @@ class AllToAllBytes:
             Mistake(2 * sent, "No 2: each chunk travels once, directly to its owner."),
         ))
 
-    @staticmethod
     def scene(g):
         return collective_scene("all_to_all", g["ranks"], g["bytes"], algorithm="direct")
 
@@ -353,13 +328,11 @@ class AllToAllBytes:
           source="Thakur et al. 2005: ring 2(N−1) steps; recursive halving-doubling 2·log₂N",
           ranges={"ranks": (2, 64), "algorithm": ("ring", "halving_doubling")})
 class AllReduceSteps:
-    @staticmethod
     def draw(d):
         algorithm = d.choice(("ring", "halving_doubling"))
         ranks = d.choice(RING_RANKS) if algorithm == "ring" else d.choice((2, 4, 8, 16, 32, 64))
         return {"ranks": ranks, "algorithm": algorithm}
 
-    @staticmethod
     def prompt(g):
         how = ("the ring algorithm" if g["algorithm"] == "ring" else
                "Rabenseifner's recursive halving-doubling (a reduce-scatter by halving, then an "
@@ -367,7 +340,6 @@ class AllReduceSteps:
         return (f"An all-reduce on N = {g['ranks']} GPUs runs {how}. How many communication "
                 f"steps does it take (in each step every GPU sends one message)?")
 
-    @staticmethod
     def solve(g):
         n, alg = g["ranks"], g["algorithm"]
         k = step_count("all_reduce", alg, n, 2 * n)
@@ -389,7 +361,6 @@ class AllReduceSteps:
                                              "distance each step: log₂N steps a phase."))
         return Worked(k, steps, mistakes)
 
-    @staticmethod
     def scene(g):
         return collective_scene("all_reduce", g["ranks"], 64 * 2**20,
                                 algorithm=g["algorithm"])

@@ -32,17 +32,14 @@ def _state_words(optimizer: str, precision: str) -> str:
                  "Dettmers et al. 2022 (8-bit Adam)",
           ranges={"optimizer": PRICED, "precision": ("mixed", "fp32")})
 class OptimizerStateBytes:
-    @staticmethod
     def draw(d):
         return {"optimizer": d.choice(PRICED), "precision": d.choice(("mixed", "fp32"))}
 
-    @staticmethod
     def prompt(g):
         return (f"{NAMES[g['optimizer']]} trains a model in {PRECISION_WORDS[g['precision']]}. "
                 f"How many bytes of optimizer state does it keep per parameter (K: everything "
                 f"the optimizer holds besides the model's own weights and gradients)?")
 
-    @staticmethod
     def solve(g):
         parts = model_states.optimizer_state_parts(g["optimizer"], g["precision"])
         k = int(model_states.optimizer_state_bytes(g["optimizer"], g["precision"]))
@@ -62,7 +59,6 @@ class OptimizerStateBytes:
                                 "gradients."))
         return Worked(k, steps, tuple(mistakes))
 
-    @staticmethod
     def scene(g):
         opt = g["optimizer"] if g["optimizer"] in ("sgd", "momentum", "adam", "adamw") else "adam"
         return {"optimizer": opt, "precision": g["precision"]}
@@ -73,18 +69,15 @@ class OptimizerStateBytes:
           source="Rajbhandari et al. 2019 (ZeRO) §3.1: (2 + 2 + K)Ψ in mixed precision",
           ranges={"params": (1e8, 2e12), "optimizer": PRICED, "precision": ("mixed", "fp32")})
 class ModelStatesOptimizer:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "optimizer": d.choice(PRICED),
                 "precision": d.choice(("mixed", "fp32"))}
 
-    @staticmethod
     def prompt(g):
         return (f"A model of {psi_text(g['params'])} parameters trains with "
                 f"{NAMES[g['optimizer']]} in {PRECISION_WORDS[g['precision']]} on one GPU. How "
                 f"many bytes do its weights, gradients and optimizer states take together?")
 
-    @staticmethod
     def solve(g):
         psi, opt, prec = g["params"], g["optimizer"], g["precision"]
         s = model_states.per_gpu(psi, optimizer=opt, precision=prec)
@@ -105,7 +98,6 @@ class ModelStatesOptimizer:
                                                        "16-bit copy."))
         return Worked(s.total, steps, tuple(mistakes))
 
-    @staticmethod
     def scene(g):
         opt = g["optimizer"] if g["optimizer"] in ("sgd", "momentum", "adam", "adamw") else "adam"
         return {"optimizer": opt, "precision": g["precision"], "param_count": g["params"]}
@@ -123,7 +115,6 @@ def _small(d, low: float, high: float) -> float:
                   "lr": (1e-5, 1e-2), "beta1": (0.9,), "beta2": (0.95, 0.999),
                   "eps": (1e-8,)})
 class AdamStep:
-    @staticmethod
     def draw(d):
         step = d.choice((1, 2, 3, 10))
         g = _small(d, 1e-3, 0.5)
@@ -132,7 +123,6 @@ class AdamStep:
         return {"g": g, "m": m, "v": v, "step": step, "lr": d.choice((1e-4, 3e-4, 1e-3, 6e-4)),
                 "beta1": 0.9, "beta2": d.choice((0.95, 0.999)), "eps": 1e-8}
 
-    @staticmethod
     def prompt(g):
         before = ("m and v start at 0" if g["step"] == 1 else
                   f"after step {g['step'] - 1} its moments are m = {g['m']:g} and v = {g['v']:g}")
@@ -141,13 +131,12 @@ class AdamStep:
                 f"t = {g['step']} its gradient is g = {g['g']:g}. By how much does the weight "
                 f"change (Δw, with its sign)?")
 
-    @staticmethod
     def solve(g):
         t, b1, b2 = g["step"], g["beta1"], g["beta2"]
         m = rules.first_moment(g["m"], g["g"], b1)
         v = rules.second_moment(g["v"], g["g"], b2)
         bc1, bc2 = rules.bias_correction(b1, t), rules.bias_correction(b2, t)
-        delta = -rules.adam_step(m, v, t, g["lr"], b1, b2, g["eps"])
+        delta = -float(rules.adam_step(m, v, t, g["lr"], b1, b2, g["eps"]))  # JSON: no numpy
         steps = (
             Step("First moment", "m ← β₁m + (1 − β₁)g",
                  f"{b1:g} × {num(g['m'])} + (1 - {b1:g}) × {num(g['g'])}", m, ""),
@@ -171,7 +160,6 @@ class AdamStep:
                                        "gradient by √v̂."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"optimizer": "adam", "lr": g["lr"], "beta1": g["beta1"], "beta2": g["beta2"],
                 "eps": g["eps"]}
@@ -183,27 +171,24 @@ class AdamStep:
           ranges={"w": (-2, 2), "g": (-1, 1), "lr": (1e-4, 1e-2), "weight_decay": (0.01, 0.1),
                   "beta2": (0.95, 0.999)})
 class AdamWStep:
-    @staticmethod
     def draw(d):
         return {"w": _small(d, 0.05, 2.0), "g": _small(d, 1e-3, 0.5),
                 "lr": d.choice((1e-3, 3e-3, 6e-4, 1e-2)),
                 "weight_decay": d.choice((0.01, 0.05, 0.1)), "beta1": 0.9,
                 "beta2": d.choice((0.95, 0.999)), "eps": 1e-8}
 
-    @staticmethod
     def prompt(g):
         return (f"AdamW (η = {g['lr']:g}, λ = {g['weight_decay']:g}, β₁ = {g['beta1']:g}, "
                 f"β₂ = {g['beta2']:g}, ε = 10⁻⁸) takes its first step on a weight "
                 f"w = {g['w']:g} whose gradient is g = {g['g']:g}. What is the weight after the "
                 f"step?")
 
-    @staticmethod
     def solve(g):
         w, grad, lr, lam = g["w"], g["g"], g["lr"], g["weight_decay"]
         decayed = rules.decoupled_decay(w, lr, lam)
         m = rules.first_moment(0.0, grad, g["beta1"])
         v = rules.second_moment(0.0, grad, g["beta2"])
-        step = rules.adam_step(m, v, 1, lr, g["beta1"], g["beta2"], g["eps"])
+        step = float(rules.adam_step(m, v, 1, lr, g["beta1"], g["beta2"], g["eps"]))
         new = decayed - step
         steps = (
             Step("Decay, apart from the gradient", "w ← w·(1 − ηλ)",
@@ -223,7 +208,6 @@ class AdamWStep:
             Mistake(w - step, "Apply the decay too: w ← w·(1 − ηλ)."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"optimizer": "adamw", "lr": g["lr"], "weight_decay": g["weight_decay"],
                 "beta1": g["beta1"], "beta2": g["beta2"], "eps": g["eps"]}
@@ -234,19 +218,16 @@ class AdamWStep:
           source="torch.optim.SGD (Sutskever et al. 2013's form): b ← μb + g; w ← w − ηb",
           ranges={"buffer": (-1, 1), "g": (-1, 1), "momentum": (0.8, 0.99), "lr": (1e-3, 0.1)})
 class MomentumStep:
-    @staticmethod
     def draw(d):
         return {"buffer": _small(d, 1e-3, 0.5), "g": _small(d, 1e-3, 0.5),
                 "momentum": d.choice((0.8, 0.9, 0.95, 0.99)), "lr": d.choice((0.1, 0.05, 0.01))}
 
-    @staticmethod
     def prompt(g):
         return (f"SGD with momentum μ = {g['momentum']:g} and learning rate η = {g['lr']:g} "
                 f"(torch.optim.SGD, no dampening, no weight decay) has a momentum buffer "
                 f"b = {g['buffer']:g} for one weight. Its next gradient is g = {g['g']:g}. By "
                 f"how much does the weight change (Δw, with its sign)?")
 
-    @staticmethod
     def solve(g):
         b = rules.momentum_buffer(g["buffer"], g["g"], g["momentum"])
         delta = -g["lr"] * b
@@ -261,7 +242,6 @@ class MomentumStep:
                     "torch's SGD adds g to μb whole (dampening 0), not (1 − μ)g."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"optimizer": "momentum", "momentum": g["momentum"], "lr": g["lr"]}
 
@@ -271,18 +251,15 @@ class MomentumStep:
           source="Kingma & Ba 2015 §3: m̂ = m/(1 − β₁ᵗ)",
           ranges={"m": (-1, 1), "beta1": (0.9, 0.95), "step": (1, 50)})
 class AdamBiasCorrection:
-    @staticmethod
     def draw(d):
         return {"m": _small(d, 1e-3, 0.1), "beta1": d.choice((0.9, 0.95)),
                 "step": d.choice((1, 2, 3, 5, 10, 20, 50))}
 
-    @staticmethod
     def prompt(g):
         return (f"After t = {g['step']} steps Adam's first moment of a weight is "
                 f"m = {g['m']:g}, with β₁ = {g['beta1']:g} (m started at 0). What is the "
                 f"bias-corrected m̂ that the update uses?")
 
-    @staticmethod
     def solve(g):
         bc = rules.bias_correction(g["beta1"], g["step"])
         steps = (Step("Correction", "1 − β₁ᵗ", f"1 - {g['beta1']:g}^{g['step']}", bc, ""),
@@ -292,7 +269,6 @@ class AdamBiasCorrection:
             Mistake(g["m"] * bc, "Divide by the correction: m is too small early on."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"optimizer": "adam", "beta1": g["beta1"]}
 
@@ -303,20 +279,17 @@ class AdamBiasCorrection:
           ranges={"params": (1e8, 2e12), "dp": (2, 1024), "optimizer": PRICED,
                   "precision": ("mixed", "fp32")})
 class OptimizerShardBytes:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "dp": d.choice(DP_SIZES),
                 "optimizer": d.choice(("momentum", "adam", "adamw", "adam8bit")),
                 "precision": d.choice(("mixed", "fp32"))}
 
-    @staticmethod
     def prompt(g):
         return (f"{NAMES[g['optimizer']]} trains a model of {psi_text(g['params'])} parameters "
                 f"in {PRECISION_WORDS[g['precision']]} on N_d = {g['dp']} GPUs with ZeRO stage "
                 f"1, which shards the optimizer states. How many bytes of optimizer state does "
                 f"each GPU keep?")
 
-    @staticmethod
     def solve(g):
         psi, dp, opt, prec = g["params"], g["dp"], g["optimizer"], g["precision"]
         s = model_states.per_gpu(psi, dp=dp, zero=1, optimizer=opt, precision=prec)
@@ -333,7 +306,6 @@ class OptimizerShardBytes:
                                                         "it."))
         return Worked(s.optimizer, steps, tuple(mistakes))
 
-    @staticmethod
     def scene(g):
         opt = g["optimizer"] if g["optimizer"] in ("sgd", "momentum", "adam", "adamw") else "adam"
         return {"optimizer": opt, "precision": g["precision"], "param_count": g["params"],

@@ -30,18 +30,15 @@ GRAD_DTYPES = ("fp32", "bf16")
                  "2(N−1)/N of them per rank",
           ranges={"params": (1e8, 2e12), "dp": (2, 64), "dtype": GRAD_DTYPES})
 class DdpAllReduceBytes:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "dp": d.choice((2, 4, 8, 16, 32, 64)),
                 "dtype": d.choice(GRAD_DTYPES)}
 
-    @staticmethod
     def prompt(g):
         return (f"DDP trains a model of {psi_text(g['params'])} parameters on {g['dp']} GPUs; "
                 f"its gradients are {g['dtype']} and NCCL all-reduces them with the ring "
                 f"algorithm. How many bytes does each GPU send per training step?")
 
-    @staticmethod
     def solve(g):
         psi, n, e = g["params"], g["dp"], BYTES_PER_ELEMENT[g["dtype"]]
         grads = psi * e
@@ -60,7 +57,6 @@ class DdpAllReduceBytes:
             Mistake(2.0 * grads, "Each rank sends (N−1)/N of each phase: its own chunk stays."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"mode": "ddp", "dp": g["dp"], "dtype": g["dtype"]}
 
@@ -72,14 +68,12 @@ class DdpAllReduceBytes:
           ranges={"params": (1e8, 5e10), "dp": (16, 256), "gpus_per_node": (8,),
                   "intra_gbs": (150, 900), "inter_gbs": (12.5, 50), "alpha_us": (5, 20)})
 class DdpCommTime:
-    @staticmethod
     def draw(d):
         return {"params": int(d.nice(1e8, 5e10, 2)), "dp": d.choice((16, 32, 64, 128, 256)),
                 "gpus_per_node": 8, "intra_gbs": d.choice((150.0, 300.0, 450.0, 900.0)),
                 "inter_gbs": d.choice((12.5, 25.0, 50.0)), "alpha_us": d.choice((5.0, 10.0,
                                                                                  20.0))}
 
-    @staticmethod
     def prompt(g):
         return (f"DDP all-reduces the bf16 gradients of a model of {psi_text(g['params'])} "
                 f"parameters over dp = {g['dp']} GPUs on nodes of {g['gpus_per_node']} (ranks "
@@ -88,7 +82,6 @@ class DdpCommTime:
                 f"message costs α = {g['alpha_us']:g} µs. How long does the all-reduce take, in "
                 f"milliseconds?")
 
-    @staticmethod
     def solve(g):
         n, size = g["dp"], g["params"] * 2
         links = Links(g["alpha_us"], g["intra_gbs"], g["inter_gbs"], g["gpus_per_node"])
@@ -112,7 +105,6 @@ class DdpCommTime:
             Mistake(ms / 2, "Bytes are bf16: 2 per parameter; and the ring takes 2(N−1) steps."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"mode": "ddp", "dp": g["dp"], "dtype": "bf16", "alpha_us": g["alpha_us"],
                 "intra_node_gbs": g["intra_gbs"], "inter_node_gbs": g["inter_gbs"],
@@ -135,7 +127,6 @@ def _tensors(d) -> tuple[list[int], list[str]]:
                  "order, a bucket closes once it reaches the cap",
           ranges={"bucket_mb": (0.5, 16), "dtype": ("fp32",)})
 class DdpBucketCount:
-    @staticmethod
     def draw(d):
         while True:
             sizes, names = _tensors(d)
@@ -144,11 +135,9 @@ class DdpBucketCount:
             if DdpBucketCount.solve(g).answer >= 2:
                 return g
 
-    @staticmethod
     def _listing(g) -> str:
         return "; ".join(f"{n} {s:,}" for n, s in zip(g["names"], g["sizes"]))
 
-    @staticmethod
     def prompt(g):
         return (f"A model's parameters, in model.parameters() order, with their element "
                 f"counts: {DdpBucketCount._listing(g)}. DDP(model, bucket_cap_mb="
@@ -158,7 +147,6 @@ class DdpBucketCount:
                 f"least {g['bucket_mb']:g} MiB (2²⁰ bytes); a tensor is never split. How many "
                 f"buckets are there?")
 
-    @staticmethod
     def solve(g):
         e = BYTES_PER_ELEMENT[g["dtype"]]
         found = ddp_buckets.buckets(tuple(g["sizes"]), e, g["bucket_mb"],
@@ -178,7 +166,6 @@ class DdpBucketCount:
                                       "ready order."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"mode": "ddp", "bucket_mb": g["bucket_mb"], "explicit_cap": True}
 
@@ -189,7 +176,6 @@ class DdpBucketCount:
                  "backward",
           ranges={"backward_ms": (10, 400), "buckets": (2, 12), "allreduce_ms": (1, 100)})
 class DdpExposedComm:
-    @staticmethod
     def draw(d):
         while True:
             g = {"backward_ms": float(d.choice((20, 30, 40, 60, 80, 120, 200, 300))),
@@ -197,7 +183,6 @@ class DdpExposedComm:
             if DdpExposedComm._exposed(g) > 0.05 * g["allreduce_ms"]:
                 return g
 
-    @staticmethod
     def _run(g):
         k, chunk = g["buckets"], g["backward_ms"] / g["buckets"]
         tasks = []
@@ -208,12 +193,10 @@ class DdpExposedComm:
                                        (f"backward {i}",), "all_reduce"))
         return timeline.schedule(tasks)
 
-    @staticmethod
     def _exposed(g) -> float:
         spans = DdpExposedComm._run(g)
         return timeline.exposed_us(spans, "comm", "compute") / 1e3
 
-    @staticmethod
     def prompt(g):
         return (f"DDP's backward takes {g['backward_ms']:g} ms and fills {g['buckets']} "
                 f"buckets of equal size, one after each {g['backward_ms'] / g['buckets']:g} ms "
@@ -222,7 +205,6 @@ class DdpExposedComm:
                 f"stream). How many milliseconds of communication are left after the backward "
                 f"ends (exposed)?")
 
-    @staticmethod
     def solve(g):
         spans = DdpExposedComm._run(g)
         exposed = timeline.exposed_us(spans, "comm", "compute") / 1e3
@@ -244,7 +226,6 @@ class DdpExposedComm:
                        "chunk of backward, they pile up."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"mode": "ddp"}
 
@@ -256,21 +237,18 @@ class DdpExposedComm:
           ranges={"micro_batch": (1, 16), "grad_accum": (1, 64), "dp": (2, 1024),
                   "seq": (1024, 8192)})
 class GlobalBatchTokens:
-    @staticmethod
     def draw(d):
         return {"micro_batch": d.choice((1, 2, 4, 8, 16)), "grad_accum": d.choice((1, 2, 4, 8,
                                                                                   16, 32)),
                 "dp": d.choice(DP_SIZES + (3, 6, 12, 24, 48, 96, 192)),
                 "seq": d.choice((1024, 2048, 4096, 8192))}
 
-    @staticmethod
     def prompt(g):
         return (f"Each of dp = {g['dp']} data-parallel replicas runs {g['grad_accum']} "
                 f"micro-batches of {g['micro_batch']} sequences of {g['seq']} tokens before one "
                 f"optimizer step (gradient accumulation). How many tokens does one optimizer "
                 f"step see?")
 
-    @staticmethod
     def solve(g):
         seqs = global_batch(g["micro_batch"], g["grad_accum"], g["dp"])
         steps = (
@@ -286,7 +264,6 @@ class GlobalBatchTokens:
             Mistake(seqs, "That is sequences; multiply by the sequence length for tokens."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"micro_batch": g["micro_batch"], "grad_accum": g["grad_accum"], "dp": g["dp"]}
 
@@ -297,11 +274,9 @@ class GlobalBatchTokens:
                  "forward and backward, reduce-scatter: 3Ψ",
           ranges={"params": (1e8, 2e12), "dp": (2, 1024), "dtype": GRAD_DTYPES})
 class FsdpCommBytes:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "dp": d.choice(DP_SIZES), "dtype": d.choice(GRAD_DTYPES)}
 
-    @staticmethod
     def prompt(g):
         return (f"FSDP (full sharding) trains a model of {psi_text(g['params'])} parameters "
                 f"on {g['dp']} GPUs with {g['dtype']} parameters and gradients. Each unit's "
@@ -309,7 +284,6 @@ class FsdpCommBytes:
                 f"(freed in between), and its gradients reduce-scattered. How many bytes does "
                 f"each GPU send per step?")
 
-    @staticmethod
     def solve(g):
         psi, n, e = g["params"], g["dp"], BYTES_PER_ELEMENT[g["dtype"]]
         elements = zero_scale.comm_elements(psi, n, 3)
@@ -327,7 +301,6 @@ class FsdpCommBytes:
             Mistake(3.0 * psi * e, "Each ring collective sends (N−1)/N of the tensor per rank."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"mode": "fsdp", "dp": min(g["dp"], 64), "dtype": g["dtype"]}
 

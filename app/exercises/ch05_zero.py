@@ -47,23 +47,26 @@ def state_steps(psi: int, dp: int, stage: int) -> tuple[Step, ...]:
     )
 
 
+def _scene(g) -> dict:
+    """/zero at the problem's stage, N_d and Ψ."""
+    return {"stage": g["stage"], "dp": g["dp"], "param_count": g["params"]}
+
+
 @exercise("zero-model-states", chapter=5, scene="zero", kind="number", unit="bytes",
           title="Model-state bytes per GPU under ZeRO",
           source="Rajbhandari et al. 2019 (ZeRO), Table 1: 2Ψ + 2Ψ + KΨ, K = 12",
-          ranges={"params": (1e8, 2e12), "dp": (1, 1024), "stage": (0, 1, 2, 3)})
+          ranges={"params": (1e8, 2e12), "dp": (1, 1024), "stage": (0, 1, 2, 3)},
+          query=_scene)
 class ZeroModelStates:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "dp": d.choice((1,) + DP_SIZES), "stage": d.integer(0, 3)}
 
-    @staticmethod
     def prompt(g):
         return (f"A model of {psi_text(g['params'])} parameters trains with mixed-precision "
                 f"Adam (K = 12 bytes of optimizer state per parameter) on N_d = {g['dp']} "
                 f"data-parallel GPUs with {STAGE_WORDS[g['stage']]}. How many bytes of model "
                 f"states — parameters, gradients and optimizer states — does each GPU hold?")
 
-    @staticmethod
     def solve(g):
         psi, dp, stage = g["params"], g["dp"], g["stage"]
         steps = state_steps(psi, dp, stage)
@@ -88,28 +91,22 @@ class ZeroModelStates:
                                     f"over the N_d ranks: divide those by N_d."))
         return Worked(total, steps, tuple(mistakes))
 
-    @staticmethod
-    def scene(g):
-        return {"stage": g["stage"], "dp": g["dp"], "param_count": g["params"]}
-
 
 @exercise("zero-comm-bytes", chapter=5, scene="zero", kind="number", unit="bytes",
           title="What each ZeRO stage sends per step",
           source="Rajbhandari et al. 2019 (ZeRO) §7: 2Ψ per rank for stages 0–2, 3Ψ for stage 3",
-          ranges={"params": (1e8, 2e12), "dp": (2, 1024), "stage": (0, 1, 2, 3)})
+          ranges={"params": (1e8, 2e12), "dp": (2, 1024), "stage": (0, 1, 2, 3)},
+          query=_scene)
 class ZeroCommBytes:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "dp": d.choice(DP_SIZES), "stage": d.integer(0, 3)}
 
-    @staticmethod
     def prompt(g):
         return (f"A model of {psi_text(g['params'])} parameters trains on N_d = {g['dp']} GPUs "
                 f"with {STAGE_WORDS[g['stage']]}, 16-bit parameters and gradients and ring "
                 f"collectives. How many bytes does each GPU send over the network in one "
                 f"training step (gradient reduction and parameter gathering together)?")
 
-    @staticmethod
     def solve(g):
         psi, dp, stage = g["params"], g["dp"], g["stage"]
         elements = zero_scale.comm_elements(psi, dp, stage)
@@ -143,29 +140,22 @@ class ZeroCommBytes:
                                     "on every GPU: one all-gather of the update, not two."))
         return Worked(total, steps, tuple(mistakes))
 
-    @staticmethod
-    def scene(g):
-        return {"stage": g["stage"], "dp": g["dp"], "param_count": g["params"]}
-
 
 @exercise("zero-max-params", chapter=5, scene="zero", kind="number", unit="parameters",
           title="The largest model whose states fit",
           source="Rajbhandari et al. 2019 (ZeRO), Table 1 read backwards",
           ranges={"gpu_gb": GPU_MEMORY_GB, "dp": (1, 1024), "stage": (0, 1, 2, 3)})
 class ZeroMaxParams:
-    @staticmethod
     def draw(d):
         return {"gpu_gb": d.choice(GPU_MEMORY_GB), "dp": d.choice(DP_SIZES),
                 "stage": d.integer(0, 3)}
 
-    @staticmethod
     def prompt(g):
         return (f"Each GPU has {g['gpu_gb']} GB (10⁹ bytes) of memory. With mixed-precision "
                 f"Adam on N_d = {g['dp']} GPUs and {STAGE_WORDS[g['stage']]}, what is the "
                 f"largest number of parameters Ψ whose model states alone (parameters, "
                 f"gradients, optimizer states; no activations) fit on each GPU?")
 
-    @staticmethod
     def solve(g):
         per = model_states.per_gpu(1, dp=g["dp"], zero=g["stage"])       # bytes per parameter
         capacity = g["gpu_gb"] * 1e9
@@ -186,7 +176,6 @@ class ZeroMaxParams:
                                              "the others keep some whole on every GPU."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"stage": g["stage"], "dp": g["dp"]}
 
@@ -197,7 +186,6 @@ class ZeroMaxParams:
           ranges={"params": (1e9, 2e12), "gpu_gb": GPU_MEMORY_GB, "stage": (1, 2, 3)},
           scene_hides=("dp",))
 class ZeroMinDp:
-    @staticmethod
     def draw(d):
         while True:
             g = {"params": params(d), "gpu_gb": d.choice(GPU_MEMORY_GB),
@@ -206,7 +194,6 @@ class ZeroMinDp:
             if n is not None and 2 <= n <= 4096:
                 return g
 
-    @staticmethod
     def smallest(g) -> int | None:
         capacity = g["gpu_gb"] * 1e9
         one, two = (model_states.per_gpu(g["params"], dp=n, zero=g["stage"]).total
@@ -224,14 +211,12 @@ class ZeroMinDp:
                 lo = mid + 1
         return lo
 
-    @staticmethod
     def prompt(g):
         return (f"A model of {psi_text(g['params'])} parameters trains with mixed-precision "
                 f"Adam and {STAGE_WORDS[g['stage']]} on GPUs of {g['gpu_gb']} GB (10⁹ bytes). "
                 f"What is the smallest number of data-parallel GPUs N_d for which the model "
                 f"states (no activations) fit on each GPU?")
 
-    @staticmethod
     def solve(g):
         psi, stage, capacity = g["params"], g["stage"], g["gpu_gb"] * 1e9
         n = ZeroMinDp.smallest(g)
@@ -255,7 +240,6 @@ class ZeroMinDp:
                                                    f"{stage} keeps part of them whole."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"stage": g["stage"], "param_count": g["params"],
                 "dp": min(1024, ZeroMinDp.smallest(g))}
@@ -266,11 +250,9 @@ class ZeroMinDp:
           source="Ren et al. 2021 (ZeRO-Offload); DeepSpeed offload_optimizer to the CPU",
           ranges={"params": (1e8, 2e12), "dp": (2, 1024), "stage": (1, 2, 3)})
 class ZeroOffloadGpuBytes:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "dp": d.choice(DP_SIZES), "stage": d.integer(1, 3)}
 
-    @staticmethod
     def prompt(g):
         return (f"ZeRO-Offload moves the optimizer to the CPU: each GPU streams its fp16 "
                 f"gradient partition to the host, the CPU runs Adam on the fp32 states, and the "
@@ -278,7 +260,6 @@ class ZeroOffloadGpuBytes:
                 f"parameters trains on N_d = {g['dp']} GPUs with {STAGE_WORDS[g['stage']]} and "
                 f"offload to the CPU. How many bytes of model states stay on each GPU?")
 
-    @staticmethod
     def solve(g):
         psi, dp, stage = g["params"], g["dp"], g["stage"]
         gpu = zero_scale.placement(psi, dp, stage, "cpu").gpu
@@ -304,7 +285,6 @@ class ZeroOffloadGpuBytes:
                                            "not kept on the GPU."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"stage": g["stage"], "dp": g["dp"], "param_count": g["params"],
                 "offload": "cpu"}
@@ -315,12 +295,10 @@ class ZeroOffloadGpuBytes:
           source="Ren et al. 2021 (ZeRO-Offload) §4: 2Ψ/N_d down and 2Ψ/N_d up per step",
           ranges={"params": (1e8, 2e12), "dp": (2, 1024), "stage": (1, 2), "pcie_gbs": (8, 64)})
 class ZeroOffloadPcie:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "dp": d.choice(DP_SIZES), "stage": d.integer(1, 2),
                 "pcie_gbs": d.choice((12.0, 16.0, 25.0, 32.0, 50.0, 64.0))}
 
-    @staticmethod
     def prompt(g):
         return (f"With ZeRO-Offload each GPU copies its fp16 gradient partition to the host and "
                 f"gets its updated fp16 parameters back over PCIe, {g['pcie_gbs']:g} GB/s per "
@@ -328,7 +306,6 @@ class ZeroOffloadPcie:
                 f"GPUs with {STAGE_WORDS[g['stage']]}. How long does one step's PCIe traffic "
                 f"take, in milliseconds?")
 
-    @staticmethod
     def solve(g):
         psi, dp = g["params"], g["dp"]
         machine = zero_scale.Machine(Links(5.0, 300.0, 50.0, 8), 150.0, g["pcie_gbs"], 3.5,
@@ -355,7 +332,6 @@ class ZeroOffloadPcie:
                             "and parameters cross PCIe."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"stage": g["stage"], "dp": g["dp"], "param_count": g["params"],
                 "offload": "cpu", "pcie_gbs": g["pcie_gbs"]}
@@ -368,13 +344,11 @@ class ZeroOffloadPcie:
           ranges={"params": (1e8, 2e12), "dp": (2, 1024), "stage": (2, 3),
                   "largest_layer": (1e6, 1e10)})
 class DeepSpeedEstimate:
-    @staticmethod
     def draw(d):
         psi = params(d)
         return {"params": psi, "dp": d.choice(DP_SIZES), "stage": d.integer(2, 3),
                 "largest_layer": int(d.nice(psi / 400, psi / 40, 2))}
 
-    @staticmethod
     def prompt(g):
         extra = (f" (its largest layer: {count_text(g['largest_layer'])} parameters, "
                  f"{num(g['largest_layer'])})" if g["stage"] == 3 else "")
@@ -384,7 +358,6 @@ class DeepSpeedEstimate:
                 f"parameters{extra} on N_d = {g['dp']} GPUs with ZeRO stage {g['stage']}, what "
                 f"does it estimate each GPU needs for model states, in bytes?")
 
-    @staticmethod
     def solve(g):
         psi, dp, stage, big = g["params"], g["dp"], g["stage"], g["largest_layer"]
         total = model_states.deepspeed_convention(psi, dp, stage, big)
@@ -405,7 +378,6 @@ class DeepSpeedEstimate:
             Mistake(18 * psi / dp, "Add what every GPU keeps whole besides its partition."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "gpt3-175b", "param_count": g["params"], "dp": g["dp"],
                 "zero": g["stage"]}

@@ -34,6 +34,10 @@ def _draw_layer(d) -> dict:
             "hidden": hidden, "heads": heads, "tp": d.choice(TP)}
 
 
+LAYER_RANGES = {"seq": (1024, 8192), "micro_batch": (1, 4), "hidden": (2048, 12288), "tp": TP}
+"""What _draw_layer draws."""
+
+
 def _model(g) -> ModelShape:
     return ModelShape("exercise", "gpt", 1, g["hidden"], g["heads"], g["heads"], 4 * g["hidden"],
                       50257, g["seq"])
@@ -53,6 +57,14 @@ def _activations(g, sp: bool) -> float:
     return activations.per_layer_bytes(shape, g["tp"], sp)
 
 
+def _activation_step(g) -> Step:
+    """The worked step every collective of a layer starts from: one micro-batch's s·b·h
+    16-bit activation."""
+    size = g["seq"] * g["micro_batch"] * g["hidden"] * 2
+    return Step("Activation of one micro-batch", "s·b·h × 2 bytes",
+                f"{g['seq']} × {g['micro_batch']} × {g['hidden']} × 2", size, "bytes")
+
+
 def _layer_words(g) -> str:
     return (f"a GPT layer (h = {g['hidden']}, a = {g['heads']} heads, MLP 4h) on micro-batches "
             f"of b = {plural(g['micro_batch'], 'sequence')} of s = {g['seq']} tokens, 16-bit "
@@ -68,28 +80,22 @@ def _scene(g, sp: bool = False) -> dict:
           unit="bytes", title="What one tensor-parallel layer sends",
           source="Shoeybi et al. 2019 (Megatron-LM) §3: 2 all-reduces forward, 2 backward per "
                  "layer",
-          ranges={"seq": (1024, 8192), "micro_batch": (1, 4), "hidden": (2048, 12288),
-                  "tp": TP})
+          ranges=LAYER_RANGES,
+          draw=_draw_layer, query=_scene)
 class TpAllReduceBytes:
-    @staticmethod
-    def draw(d):
-        return _draw_layer(d)
-
-    @staticmethod
     def prompt(g):
         return (f"Megatron-LM's tensor parallelism over tp = {g['tp']} GPUs runs "
                 f"{_layer_words(g)}. With ring all-reduces, how many bytes does each GPU send "
                 f"for one layer and one micro-batch, forward and backward together (no "
                 f"sequence parallelism)?")
 
-    @staticmethod
     def solve(g):
-        t, size = g["tp"], g["seq"] * g["micro_batch"] * g["hidden"] * 2
+        activation = _activation_step(g)
+        t, size = g["tp"], activation.value
         ops, sent = _sent(g)
         count = len(ops)
         steps = (
-            Step("Activation of one micro-batch", "s·b·h × 2 bytes",
-                 f"{g['seq']} × {g['micro_batch']} × {g['hidden']} × 2", size, "bytes"),
+            activation,
             Step("All-reduces per layer", "2 forward (after attention and MLP) + 2 backward",
                  "2 + 2", count, "collectives"),
             Step("Each rank sends per all-reduce", "2(t−1)/t × size",
@@ -105,23 +111,14 @@ class TpAllReduceBytes:
             Mistake(4.0 * size, "A ring all-reduce sends 2(t−1)/t of the tensor per rank."),
         ))
 
-    @staticmethod
-    def scene(g):
-        return _scene(g)
-
 
 @exercise("tp-sp-comm-bytes", chapter=6, scene="tensor-parallel", kind="number", unit="bytes",
           title="What a layer sends with sequence parallelism",
           source="Korthikanti et al. 2022 §4.2.2: each all-reduce becomes a reduce-scatter and "
                  "an all-gather; backward re-gathers the inputs",
-          ranges={"seq": (1024, 8192), "micro_batch": (1, 4), "hidden": (2048, 12288),
-                  "tp": TP})
+          ranges=LAYER_RANGES,
+          draw=_draw_layer)
 class TpSpCommBytes:
-    @staticmethod
-    def draw(d):
-        return _draw_layer(d)
-
-    @staticmethod
     def prompt(g):
         return (f"Tensor parallelism over tp = {g['tp']} GPUs with sequence parallelism runs "
                 f"{_layer_words(g)}. Forward, each of attention and MLP all-gathers its input "
@@ -130,13 +127,12 @@ class TpSpCommBytes:
                 f"the input gradient. How many bytes does each GPU send for one layer and one "
                 f"micro-batch?")
 
-    @staticmethod
     def solve(g):
-        t, size = g["tp"], g["seq"] * g["micro_batch"] * g["hidden"] * 2
+        activation = _activation_step(g)
+        t, size = g["tp"], activation.value
         ops, sent = _sent(g, sp=True)
         steps = (
-            Step("Activation of one micro-batch", "s·b·h × 2 bytes",
-                 f"{g['seq']} × {g['micro_batch']} × {g['hidden']} × 2", size, "bytes"),
+            activation,
             Step("All-gathers per layer", "2 forward + 4 backward", "2 + 4",
                  ops.count("all_gather"), "collectives"),
             Step("Reduce-scatters per layer", "2 forward + 2 backward", "2 + 2",
@@ -155,7 +151,6 @@ class TpSpCommBytes:
                               "half an all-reduce."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, sp=True)
 
@@ -164,21 +159,15 @@ class TpSpCommBytes:
           unit="bytes", title="The activation memory sequence parallelism saves",
           source="Korthikanti et al. 2022, Table 2: sbh(10 + 24/t + 5as/(ht)) vs "
                  "sbh/t·(34 + 5as/h)",
-          ranges={"seq": (1024, 8192), "micro_batch": (1, 4), "hidden": (2048, 12288),
-                  "tp": TP})
+          ranges=LAYER_RANGES,
+          draw=_draw_layer)
 class TpSpActivationSaving:
-    @staticmethod
-    def draw(d):
-        return _draw_layer(d)
-
-    @staticmethod
     def prompt(g):
         return (f"With tensor parallelism over tp = {g['tp']}, {_layer_words(g)} keeps "
                 f"sbh(10 + 24/t + 5as/(ht)) bytes of activations per layer: the 10sbh of "
                 f"LayerNorms, dropouts and inputs are replicated on every rank. How many bytes "
                 f"per layer does each GPU save by adding sequence parallelism?")
 
-    @staticmethod
     def solve(g):
         tp_bytes, sp_bytes = _activations(g, False), _activations(g, True)
         sbh, t = g["seq"] * g["micro_batch"] * g["hidden"], g["tp"]
@@ -198,7 +187,6 @@ class TpSpActivationSaving:
             Mistake(tp_bytes, "That is all of it; SP keeps sbh/t·(34 + 5as/h)."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, sp=True)
 
@@ -211,7 +199,6 @@ class TpSpActivationSaving:
                   "out_features": (1024, 49152), "tp": TP, "rank": (0, 7)},
           keys=("rows", "cols", "first"))
 class TpWeightShard:
-    @staticmethod
     def draw(d):
         h = d.choice((1024, 2048, 4096, 5120, 8192))
         block = d.choice(("column", "row"))
@@ -220,7 +207,6 @@ class TpWeightShard:
         return {"block": block, "in_features": sizes[0], "out_features": sizes[1], "tp": tp,
                 "rank": d.integer(0, tp - 1)}
 
-    @staticmethod
     def prompt(g):
         cut = ("column-parallel (Megatron's first MLP linear: it splits the output features)"
                if g["block"] == "column" else
@@ -231,7 +217,6 @@ class TpWeightShard:
                 f"the first {'column' if g['block'] == 'column' else 'row'} of W it holds "
                 f"(counting from 0)?")
 
-    @staticmethod
     def solve(g):
         axis = 1 if g["block"] == "column" else 0
         n = g["out_features"] if axis == 1 else g["in_features"]
@@ -261,7 +246,6 @@ class TpWeightShard:
             Mistake(swapped, "W is stored in × out here: rows are input features."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"block": g["block"], "tp": g["tp"]}
 
@@ -272,12 +256,10 @@ class TpWeightShard:
           ranges={"seq": (1024, 8192), "micro_batch": (1, 4), "hidden": (2048, 12288),
                   "tp": TP, "alpha_us": (2, 10), "link_gbs": (100, 900)})
 class TpCommTime:
-    @staticmethod
     def draw(d):
         return {**_draw_layer(d), "alpha_us": d.choice((2.0, 5.0, 10.0)),
                 "link_gbs": d.choice((150.0, 300.0, 450.0, 900.0))}
 
-    @staticmethod
     def prompt(g):
         return (f"Tensor parallelism over tp = {g['tp']} GPUs of one node (NVLink "
                 f"{g['link_gbs']:g} GB/s per link, α = {g['alpha_us']:g} µs a message) runs "
@@ -285,7 +267,6 @@ class TpCommTime:
                 f"run one after another. How long do they take per layer and micro-batch, in "
                 f"µs?")
 
-    @staticmethod
     def solve(g):
         t, size = g["tp"], g["seq"] * g["micro_batch"] * g["hidden"] * 2
         links = Links(g["alpha_us"], g["link_gbs"], g["link_gbs"], 64)
@@ -308,7 +289,6 @@ class TpCommTime:
                     "Add α for every one of the 2(t−1) steps of each all-reduce."),
         ))
 
-    @staticmethod
     def scene(g):
         return {**_scene(g), "alpha_us": g["alpha_us"], "intra_node_gbs": g["link_gbs"]}
 
@@ -317,21 +297,15 @@ class TpCommTime:
           title="A layer's forward FLOPs on one tensor-parallel GPU",
           source="Korthikanti et al. 2022 §6 / Narayanan et al. 2021: 24bsh²(1 + s/(6h)) per "
                  "layer forward",
-          ranges={"seq": (1024, 8192), "micro_batch": (1, 4), "hidden": (2048, 12288),
-                  "tp": TP})
+          ranges=LAYER_RANGES,
+          draw=_draw_layer, query=_scene)
 class TpLayerFlops:
-    @staticmethod
-    def draw(d):
-        return _draw_layer(d)
-
-    @staticmethod
     def prompt(g):
         return (f"How many FLOPs does one GPU of a tp = {g['tp']} tensor-parallel group "
                 f"compute in the forward pass of {_layer_words(g)} (matrix products only: "
                 f"QKV, QKᵀ, ×V, the output projection and the MLP; 2 FLOPs per "
                 f"multiply-add)?")
 
-    @staticmethod
     def solve(g):
         b, s, h, t = g["micro_batch"], g["seq"], g["hidden"], g["tp"]
         whole = layer_forward_flops(_model(g), s, b)
@@ -351,22 +325,16 @@ class TpLayerFlops:
             Mistake(3 * whole / t, "Forward only: backward is the other 2×."),
         ))
 
-    @staticmethod
-    def scene(g):
-        return _scene(g)
-
 
 @exercise("tp-collectives-per-layer", chapter=6, scene="tensor-parallel", kind="integer",
           unit="collectives", title="How many collectives a layer calls",
           source="Shoeybi et al. 2019 §3 (f and g); Korthikanti et al. 2022 §4.2.2",
           ranges={"sequence_parallel": (False, True), "pass": ("forward", "backward")})
 class TpCollectivesPerLayer:
-    @staticmethod
     def draw(d):
         return {"sequence_parallel": bool(d.integer(0, 1)),
                 "pass": d.choice(("forward", "backward")), "tp": d.choice(TP)}
 
-    @staticmethod
     def prompt(g):
         how = ("with sequence parallelism (LayerNorms and dropouts split along the sequence)"
                if g["sequence_parallel"] else "without sequence parallelism")
@@ -375,7 +343,6 @@ class TpCollectivesPerLayer:
                 f"all-gathers and reduce-scatters together) does one layer call in the "
                 f"{g['pass']} pass of one micro-batch?")
 
-    @staticmethod
     def solve(g):
         table = tp_scale.SP_LAYER if g["sequence_parallel"] else tp_scale.TP_LAYER
         calls = [(op, why) for op, pass_, why in table if pass_ == g["pass"]]
@@ -394,7 +361,6 @@ class TpCollectivesPerLayer:
                          "way round: 2 per pass."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"block": "mlp", "tp": g["tp"], "tokens": 16,
                 "sequence_parallel": g["sequence_parallel"]}

@@ -58,13 +58,9 @@ def _scene(g, schedule: str | None = None, **times) -> dict:
           source="Narayanan et al. 2021 (PTD-P) §2.2: t_pb/t_id = (p−1)/m; interleaved "
                  "(p−1)/(v·m)",
           ranges={"stages": (2, 16), "microbatches": (2, 128),
-                  "schedule": ("gpipe", "1f1b", "interleaved"), "chunks": (1, 4)})
+                  "schedule": ("gpipe", "1f1b", "interleaved"), "chunks": (1, 4)},
+          draw=_draw_pipeline)
 class PipelineBubble:
-    @staticmethod
-    def draw(d):
-        return _draw_pipeline(d)
-
-    @staticmethod
     def prompt(g):
         chunks = (f", each rank holding v = {g['chunks']} model chunks" if g["schedule"] ==
                   "interleaved" else "")
@@ -73,7 +69,6 @@ class PipelineBubble:
                 f"free. What is the bubble time as a fraction of the ideal time, t_pb/t_id "
                 f"(PTD-P's bubble fraction)?")
 
-    @staticmethod
     def solve(g):
         p, m, v = g["stages"], g["microbatches"], g["chunks"]
         _, _, line = run(SCHEDULES[g["schedule"]], p, m, v)
@@ -101,7 +96,6 @@ class PipelineBubble:
                                                  "ones: the bubble shrinks by v."))
         return Worked(fraction, steps, tuple(mistakes))
 
-    @staticmethod
     def scene(g):
         return _scene(g, t_b=2)
 
@@ -110,13 +104,9 @@ class PipelineBubble:
           title="The share of the step the GPUs sit idle",
           source="Huang et al. 2019 (GPipe): (p−1)/(m+p−1); PTD-P §2.2.2: (p−1)/(v·m+p−1)",
           ranges={"stages": (2, 16), "microbatches": (2, 128),
-                  "schedule": ("gpipe", "1f1b", "interleaved"), "chunks": (1, 4)})
+                  "schedule": ("gpipe", "1f1b", "interleaved"), "chunks": (1, 4)},
+          draw=_draw_pipeline)
 class PipelineBubbleShare:
-    @staticmethod
-    def draw(d):
-        return _draw_pipeline(d)
-
-    @staticmethod
     def prompt(g):
         chunks = (f" with v = {g['chunks']} chunks per rank" if g["schedule"] == "interleaved"
                   else "")
@@ -124,7 +114,6 @@ class PipelineBubbleShare:
                 f"with {WORDS[g['schedule']]}{chunks}, communication free. What fraction of "
                 f"all GPU time in the step (p × makespan) is idle?")
 
-    @staticmethod
     def solve(g):
         p, m, v = g["stages"], g["microbatches"], g["chunks"]
         _, _, line = run(SCHEDULES[g["schedule"]], p, m, v)
@@ -145,7 +134,6 @@ class PipelineBubbleShare:
                     "Recount: the bubble is p − 1 passes, the step m + p − 1."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, t_b=2)
 
@@ -155,15 +143,14 @@ class PipelineBubbleShare:
           source="Megatron-LM schedules.py: 1F1B min(p−r−1, m); interleaved (v−1)·m_round + "
                  "2(p−1−r) (10, 8, 6, 4 for v = 2, p = 4, m = 8)",
           ranges={"schedule": ("1f1b", "interleaved"), "stages": (2, 16),
-                  "microbatches": (2, 128), "chunks": (1, 4), "rank": (0, 15)})
+                  "microbatches": (2, 128), "chunks": (1, 4), "rank": (0, 15)},
+          query=_scene)
 class PipelineWarmup:
-    @staticmethod
     def draw(d):
         g = _draw_pipeline(d, ("1f1b", "interleaved"))
         g["rank"] = d.integer(0, g["stages"] - 1)
         return g
 
-    @staticmethod
     def prompt(g):
         chunks = (f" (v = {g['chunks']} model chunks per rank; a chunk's forward counts as one)"
                   if g["schedule"] == "interleaved" else "")
@@ -172,7 +159,6 @@ class PipelineWarmup:
                 f"passes (num_warmup_microbatches) does rank {g['rank']} run before its steady "
                 f"one-forward-one-backward phase?")
 
-    @staticmethod
     def solve(g):
         p, m, v, r = g["stages"], g["microbatches"], g["chunks"], g["rank"]
         if g["schedule"] == "1f1b":
@@ -200,31 +186,25 @@ class PipelineWarmup:
                                 "warm-up: 2(p − 1 − r)."))
         return Worked(warm, steps, mistakes)
 
-    @staticmethod
-    def scene(g):
-        return _scene(g)
-
 
 @exercise("pipeline-peak-activations", chapter=7, scene="pipeline", kind="integer",
           unit="micro-batches", title="Micro-batches a rank holds at its peak",
           source="Narayanan et al. 2021 §2.2.1: GPipe keeps m, 1F1B at most p − r on rank r",
           ranges={"schedule": ("gpipe", "1f1b"), "stages": (2, 16), "microbatches": (2, 128),
-                  "rank": (0, 15)})
+                  "rank": (0, 15)},
+          query=_scene)
 class PipelinePeakActivations:
-    @staticmethod
     def draw(d):
         g = _draw_pipeline(d, ("gpipe", "1f1b"))
         g["rank"] = d.integer(0, g["stages"] - 1)
         return g
 
-    @staticmethod
     def prompt(g):
         return (f"p = {g['stages']} pipeline stages run m = {g['microbatches']} micro-batches "
                 f"with {WORDS[g['schedule']]}. A rank keeps a micro-batch's activations from "
                 f"its forward until its backward ends. At most how many micro-batches' "
                 f"activations does rank {g['rank']} hold at once?")
 
-    @staticmethod
     def solve(g):
         p, m, r = g["stages"], g["microbatches"], g["rank"]
         _, flat, line = run(g["schedule"], p, m)
@@ -245,10 +225,6 @@ class PipelinePeakActivations:
                                                    "runs before its backward frees one."))
         return Worked(peak, steps, mistakes)
 
-    @staticmethod
-    def scene(g):
-        return _scene(g)
-
 
 @exercise("pipeline-makespan", chapter=7, scene="pipeline", kind="number", unit="ms",
           title="How long a 1F1B step takes",
@@ -256,20 +232,17 @@ class PipelinePeakActivations:
           ranges={"stages": (2, 16), "microbatches": (2, 128), "t_f": (0.5, 20),
                   "t_b": (1, 40)})
 class PipelineMakespan:
-    @staticmethod
     def draw(d):
         t_f = d.choice((0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0))
         return {"stages": d.choice(STAGES), "microbatches": d.choice((4, 8, 16, 32, 64)),
                 "t_f": t_f, "t_b": 2 * t_f}
 
-    @staticmethod
     def prompt(g):
         return (f"A 1F1B pipeline of p = {g['stages']} stages runs m = {g['microbatches']} "
                 f"micro-batches; on every stage a forward takes t_f = {g['t_f']:g} ms and a "
                 f"backward t_b = {g['t_b']:g} ms; sends are free. How long is the step, from "
                 f"the first forward to the last backward, in ms?")
 
-    @staticmethod
     def solve(g):
         p, m, tf, tb = g["stages"], g["microbatches"], g["t_f"], g["t_b"]
         _, _, line = run("1f1b", p, m, 1, tf, tb)
@@ -287,7 +260,6 @@ class PipelineMakespan:
             Mistake((m + p) * (tf + tb), "The bubble is p − 1 passes, not p."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, "1f1b", t_f=g["t_f"], t_b=g["t_b"], t_w=0)
 
@@ -298,7 +270,6 @@ class PipelineMakespan:
           ranges={"stages": (2, 16), "microbatches": (2, 128), "t_f": (1, 2), "t_b": (1, 2),
                   "t_w": (0.2, 1)})
 class ZbH1Bubble:
-    @staticmethod
     def draw(d):
         p = d.choice((2, 3, 4, 6, 8))
         t_f = d.choice((1.0, 1.2, 1.5, 2.0))
@@ -307,7 +278,6 @@ class ZbH1Bubble:
         return {"stages": p, "microbatches": p * d.integer(1, 6), "t_f": t_f, "t_b": t_b,
                 "t_w": min(t_w, t_f, t_b)}
 
-    @staticmethod
     def prompt(g):
         return (f"ZB-H1 splits each backward into I (gradient for the inputs, t_b = "
                 f"{g['t_b']:g}) and W (gradient for the weights, t_w = {g['t_w']:g}), and "
@@ -315,7 +285,6 @@ class ZbH1Bubble:
                 f"m = {g['microbatches']} micro-batches and forwards of t_f = {g['t_f']:g}, what "
                 f"fraction of the step is each rank idle (communication free)?")
 
-    @staticmethod
     def solve(g):
         p, m, tf, tb, tw = g["stages"], g["microbatches"], g["t_f"], g["t_b"], g["t_w"]
         _, _, line = run("zb_h1", p, m, 1, tf, tb, tw)
@@ -337,7 +306,6 @@ class ZbH1Bubble:
             Mistake(idle / busy, "Divide by the whole step (idle + busy), not the busy time."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, "zb_h1", t_f=g["t_f"], t_b=g["t_b"], t_w=g["t_w"])
 
@@ -349,7 +317,6 @@ class ZbH1Bubble:
           ranges={"layers": (6, 128), "stages": (2, 16), "per_layer_mib": (40, 3000),
                   "schedule": ("1f1b", "interleaved"), "chunks": (1, 4)})
 class FirstStageActivations:
-    @staticmethod
     def draw(d):
         p = d.choice((2, 4, 8, 16))
         schedule = d.choice(("1f1b", "interleaved"))
@@ -357,7 +324,6 @@ class FirstStageActivations:
                 "chunks": d.choice((2, 4)) if schedule == "interleaved" else 1,
                 "per_layer_mib": float(d.choice((48, 102, 312, 342, 552, 1024, 2736)))}
 
-    @staticmethod
     def prompt(g):
         chunks = (f" with v = {g['chunks']} chunks per rank" if g["schedule"] == "interleaved"
                   else "")
@@ -367,7 +333,6 @@ class FirstStageActivations:
                 f"per micro-batch. How many bytes of activations does the first stage hold at "
                 f"its peak?")
 
-    @staticmethod
     def solve(g):
         L, p, v, a = g["layers"], g["stages"], g["chunks"], g["per_layer_mib"] * 2**20
         in_flight = activations.pipeline_in_flight(p, v)
@@ -386,7 +351,6 @@ class FirstStageActivations:
                     if v > 1 else "Right idea; recheck the units (MiB = 2²⁰ bytes)."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"schedule": SCHEDULES[g["schedule"]], "stages": g["stages"],
                 "microbatches": 2 * g["stages"],

@@ -33,7 +33,6 @@ SHAPES = ((2048, 16), (4096, 32), (5120, 40), (8192, 64), (12288, 96))
           ranges={"seq": (512, 8192), "micro_batch": (1, 8), "hidden": (2048, 12288),
                   "heads": (16, 96), "tp": (1, 8), "sequence_parallel": (False, True)})
 class ActivationMemory:
-    @staticmethod
     def draw(d):
         hidden, heads = d.choice(SHAPES)
         tp = d.choice((1, 2, 4, 8))
@@ -41,7 +40,6 @@ class ActivationMemory:
                 "micro_batch": d.choice((1, 2, 4, 8)), "hidden": hidden, "heads": heads,
                 "tp": tp, "sequence_parallel": bool(d.integer(0, 1)) if tp > 1 else False}
 
-    @staticmethod
     def prompt(g):
         sp = " with sequence parallelism" if g["sequence_parallel"] else ""
         return (f"A GPT layer with h = {g['hidden']}, a = {g['heads']} heads runs a micro-batch "
@@ -51,7 +49,6 @@ class ActivationMemory:
                 f"dropout masks. How many bytes of activations does the layer keep for backward "
                 f"on one GPU?")
 
-    @staticmethod
     def solve(g):
         s, b, h, a, t, sp = (g["seq"], g["micro_batch"], g["hidden"], g["heads"], g["tp"],
                              g["sequence_parallel"])
@@ -80,7 +77,6 @@ class ActivationMemory:
                                                                   "splits the 10sbh over t."))
         return Worked(kept, steps, tuple(mistakes))
 
-    @staticmethod
     def scene(g):
         return {"preset": "gpt3-175b", "hidden": g["hidden"], "heads": g["heads"],
                 "seq": g["seq"], "micro_batch": g["micro_batch"], "tp": g["tp"],
@@ -92,18 +88,15 @@ class ActivationMemory:
           source="Micikevicius et al. 2018 §3.2; IEEE 754 binary16: largest finite 65504",
           ranges={"max_grad": (1e-4, 10)})
 class Fp16MaxLossScale:
-    @staticmethod
     def draw(d):
         return {"max_grad": d.nice(1e-4, 10.0, 2)}
 
-    @staticmethod
     def prompt(g):
         return (f"The largest gradient magnitude of a step is {g['max_grad']:g}. Loss scaling "
                 f"multiplies every gradient by a power of two S before it is stored in FP16 "
                 f"(round to nearest). What is the largest S = 2^k for which no gradient "
                 f"overflows to infinity?")
 
-    @staticmethod
     def solve(g):
         fp16 = FORMATS["fp16"]
         k = math.floor(math.log2(fp16.max / g["max_grad"])) + 1
@@ -124,7 +117,6 @@ class Fp16MaxLossScale:
                              "this gradient."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"value": g["max_grad"], "format": "fp16"}
 
@@ -135,24 +127,20 @@ class Fp16MaxLossScale:
                  "2⁻²⁴ ≈ 6.0e-8, largest 65504",
           ranges={"value": (1e-10, 1e6)})
 class Fp16Flush:
-    @staticmethod
     def draw(d):
         while True:
             value = d.nice(1e-10, 1e6, 2)
             if not any(0.8 < value / edge < 1.25 for edge in (2**-25, 2**-14, 65504)):
                 return {"value": value}
 
-    @staticmethod
     def prompt(g):
         return (f"A gradient of {g['value']:g} is stored in FP16 (round to nearest). What does "
                 f"it become: a normal number, a subnormal number (fewer significant bits), "
                 f"zero (it underflows), or infinity (it overflows)?")
 
-    @staticmethod
     def choices(g):
         return ("normal", "subnormal", "zero", "overflow")
 
-    @staticmethod
     def solve(g):
         fp16 = FORMATS["fp16"]
         kind = encode(g["value"], fp16).kind
@@ -173,7 +161,6 @@ class Fp16Flush:
         other, hint = wrong[kind]
         return Worked(kind, steps, (Mistake(other, hint),))
 
-    @staticmethod
     def scene(g):
         return {"value": g["value"], "format": "fp32"}
 
@@ -186,11 +173,9 @@ FORMAT_KEYS = ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "tf32")
           source="IEEE 754; Micikevicius et al. 2022 (FP8 formats), Table 1",
           ranges={"format": FORMAT_KEYS})
 class FormatLargest:
-    @staticmethod
     def draw(d):
         return {"format": d.choice(FORMAT_KEYS)}
 
-    @staticmethod
     def prompt(g):
         f = FORMATS[g["format"]]
         special = (" It has no infinities: only the all-ones exponent and mantissa pattern is "
@@ -200,7 +185,6 @@ class FormatLargest:
                 f"{f.bias}) and {f.mantissa_bits} mantissa bits.{special} What is its largest "
                 f"finite value?")
 
-    @staticmethod
     def solve(g):
         f = FORMATS[g["format"]]
         if f.has_inf:
@@ -227,7 +211,6 @@ class FormatLargest:
                                                                     "2: (2 − 2^−m)·2^emax."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"format": g["format"], "value": 1}
 
@@ -237,7 +220,6 @@ class FormatLargest:
           source="IEEE 754: the spacing at x is 2^(⌊log₂x⌋ − m)",
           ranges={"format": ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2"), "value": (0.02, 400)})
 class FormatSpacing:
-    @staticmethod
     def draw(d):
         while True:
             value = d.nice(0.02, 400.0, 2)
@@ -245,14 +227,12 @@ class FormatSpacing:
                 return {"format": d.choice(("fp16", "bf16", "fp8_e4m3", "fp8_e5m2")),
                         "value": value}
 
-    @staticmethod
     def prompt(g):
         f = FORMATS[g["format"]]
         return (f"{f.label} keeps {f.mantissa_bits} mantissa bits. What is the gap between two "
                 f"neighbouring {f.label} numbers near {g['value']:g} (the spacing that the "
                 f"binade containing {g['value']:g} has)?")
 
-    @staticmethod
     def solve(g):
         f = FORMATS[g["format"]]
         e = math.floor(math.log2(g["value"]))
@@ -266,7 +246,6 @@ class FormatSpacing:
             Mistake(gap * 2, "Use ⌊log₂ x⌋: the binade below x, not above."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"format": g["format"], "value": g["value"]}
 
@@ -277,14 +256,12 @@ class FormatSpacing:
                  "growth_interval clean steps",
           ranges={"init_scale_log2": (8, 24), "growth_interval": (2, 6)})
 class LossScaleAfter:
-    @staticmethod
     def draw(d):
         n = d.integer(8, 14)
         pattern = ["inf" if d.integer(0, 3) == 0 else "ok" for _ in range(n)]
         return {"init_scale_log2": d.integer(10, 20), "growth_interval": d.integer(2, 5),
                 "steps": pattern}
 
-    @staticmethod
     def prompt(g):
         shown = ", ".join("overflow" if s == "inf" else "clean" for s in g["steps"])
         return (f"torch.amp.GradScaler starts at S = 2^{g['init_scale_log2']} with "
@@ -292,7 +269,6 @@ class LossScaleAfter:
                 f"{len(g['steps'])} steps are: {shown}. What is the scale after the last of "
                 f"them?")
 
-    @staticmethod
     def solve(g):
         scale, tracker = 2.0 ** g["init_scale_log2"], 0
         steps = ()
@@ -316,7 +292,6 @@ class LossScaleAfter:
                                     "needs growth_interval clean steps after it."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"init_scale_log2": g["init_scale_log2"], "growth_interval": g["growth_interval"],
                 "steps": len(g["steps"])}
@@ -328,19 +303,16 @@ class LossScaleAfter:
                  "/ 2^margin",
           ranges={"format": ("fp8_e4m3", "fp8_e5m2"), "amax": (1e-3, 100), "margin": (0, 3)})
 class Fp8Scale:
-    @staticmethod
     def draw(d):
         return {"format": d.choice(("fp8_e4m3", "fp8_e5m2")), "amax": d.nice(1e-3, 100.0, 2),
                 "margin": d.integer(0, 3)}
 
-    @staticmethod
     def prompt(g):
         f = FORMATS[g["format"]]
         return (f"Transformer Engine quantises a tensor whose largest magnitude is amax = "
                 f"{g['amax']:g} to {f.label} (largest finite value {f.max:g}) with a margin of "
                 f"{g['margin']}. What scale s does it multiply the tensor by?")
 
-    @staticmethod
     def solve(g):
         f = FORMATS[g["format"]]
         s = per_tensor_scale(g["amax"], g["format"], g["margin"])
@@ -355,7 +327,6 @@ class Fp8Scale:
             Mistake(g["amax"] / f.max, "Scale up small tensors: fp8_max / amax."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"format": g["format"], "fp8_margin": g["margin"]}
 
@@ -366,20 +337,17 @@ class Fp8Scale:
                  "FLOPs a layer)",
           ranges={"seq": (1024, 16384), "hidden": (2048, 12288)})
 class SelectiveRecomputeOverhead:
-    @staticmethod
     def draw(d):
         hidden, heads = d.choice(SHAPES)
         return {"seq": d.choice((1024, 2048, 4096, 8192, 16384)), "hidden": hidden,
                 "heads": heads}
 
-    @staticmethod
     def prompt(g):
         return (f"A GPT layer (h = {g['hidden']}, MLP 4h) trains on sequences of s = "
                 f"{g['seq']} tokens. Selective recomputation re-runs only the attention core "
                 f"(QKᵀ and the product with V) during backward. By what fraction does that "
                 f"increase the layer's forward-plus-backward FLOPs (backward = 2 × forward)?")
 
-    @staticmethod
     def solve(g):
         model = ModelShape("exercise", "gpt", 1, g["hidden"], g["heads"], g["heads"],
                            4 * g["hidden"], 1, g["seq"])
@@ -400,7 +368,6 @@ class SelectiveRecomputeOverhead:
                            "selective redoes only the attention core."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "gpt3-175b", "hidden": g["hidden"], "heads": g["heads"],
                 "seq": g["seq"], "recompute": "selective"}
@@ -411,7 +378,6 @@ class SelectiveRecomputeOverhead:
           source="Chen et al. 2016; Megatron-LM --recompute-method uniform: (L/k − 1)·C + k·A",
           ranges={"layers": (8, 96), "k": (1, 12), "a_mib": (100, 3000), "c_mib": (10, 200)})
 class CheckpointPeak:
-    @staticmethod
     def draw(d):
         layers = d.choice((8, 12, 16, 24, 32, 48, 64, 96))
         ks = [k for k in range(2, 13) if layers % k == 0]
@@ -419,7 +385,6 @@ class CheckpointPeak:
                                                                               2736))),
                 "c_mib": float(d.choice((24, 48, 96)))}
 
-    @staticmethod
     def prompt(g):
         return (f"Full recomputation in segments of k = {g['k']} layers (Megatron's uniform "
                 f"method) on a model of L = {g['layers']} layers: forward keeps only each "
@@ -428,7 +393,6 @@ class CheckpointPeak:
                 f"(its own checkpoint is among them). What is the peak activation memory, in "
                 f"bytes (MiB = 2²⁰ bytes)?")
 
-    @staticmethod
     def solve(g):
         L, k, mib = g["layers"], g["k"], 2**20
         per = LayerBytes(g["a_mib"] * mib, 0.0, g["c_mib"] * mib)
@@ -450,7 +414,6 @@ class CheckpointPeak:
             Mistake(L * per.full, "That is without recomputation."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "gpt3-175b", "layers": g["layers"], "recompute": "full",
                 "recompute_layers": g["k"]}
@@ -462,20 +425,17 @@ class CheckpointPeak:
           ranges={"global": (16, 65536), "micro_batch": (1, 16), "dp": (2, 512)},
           scene_hides=("grad_accum",))
 class GradAccumSteps:
-    @staticmethod
     def draw(d):
         b, dp, accum = d.choice((1, 2, 4, 8)), d.choice((8, 16, 32, 64, 128, 256)), d.choice(
             (2, 4, 8, 16, 32))
         return {"global": global_batch(b, accum, dp), "micro_batch": b, "dp": dp}
 
-    @staticmethod
     def prompt(g):
         return (f"A run wants a global batch of {g['global']} sequences per optimizer step. It "
                 f"has dp = {g['dp']} data-parallel replicas, and only micro-batches of "
                 f"{plural(g['micro_batch'], 'sequence')} fit in memory. How many micro-batches must each "
                 f"replica accumulate before every optimizer step?")
 
-    @staticmethod
     def solve(g):
         per_pass = global_batch(g["micro_batch"], 1, g["dp"])
         accum = g["global"] // per_pass
@@ -493,7 +453,6 @@ class GradAccumSteps:
                                             "by the micro-batch too."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"micro_batch": g["micro_batch"], "dp": g["dp"],
                 "grad_accum": g["global"] // (g["micro_batch"] * g["dp"])}

@@ -40,15 +40,14 @@ def _scene(g, method: str = "ring", balance: str = "none", causal: bool = True) 
           source="Liu et al. 2023 (Ring Attention); DESIGN.md: (cp−1)·2·(seq/cp)·kv_heads·"
                  "head_dim elements per rank and layer",
           ranges={"cp": (2, 32), "seq": (8192, 1048576), "kv_heads": (1, 128),
-                  "head_dim": (64, 128), "bytes_per_element": (1, 2, 4)})
+                  "head_dim": (64, 128), "bytes_per_element": (1, 2, 4)},
+          query=_scene)
 class CpRingBytes:
-    @staticmethod
     def draw(d):
         heads, kv, dim = d.choice(GQA)
         return {"cp": d.choice(CP), "seq": d.choice(SEQS), "kv_heads": kv, "head_dim": dim,
                 "bytes_per_element": d.choice((2, 2, 1, 4))}
 
-    @staticmethod
     def prompt(g):
         return (f"Ring attention splits one sequence of {g['seq']} tokens over cp = {g['cp']} "
                 f"GPUs. Each step every GPU passes the K and V blocks it holds to the next GPU; "
@@ -57,7 +56,6 @@ class CpRingBytes:
                 f"element. How many bytes does each GPU send in one attention layer's forward "
                 f"pass?")
 
-    @staticmethod
     def solve(g):
         cp, s, kv, dim, e = (g["cp"], g["seq"], g["kv_heads"], g["head_dim"],
                              g["bytes_per_element"])
@@ -79,10 +77,6 @@ class CpRingBytes:
             Mistake(float(elements), "Multiply by the bytes per element."),
         ))
 
-    @staticmethod
-    def scene(g):
-        return _scene(g)
-
 
 @exercise("ulysses-bytes", chapter=9, scene="context-parallel", kind="number", unit="bytes",
           title="What DeepSpeed-Ulysses sends per rank",
@@ -91,13 +85,11 @@ class CpRingBytes:
           ranges={"cp": (2, 8), "seq": (8192, 1048576), "heads": (16, 128),
                   "kv_heads": (8, 128), "head_dim": (64, 128), "bytes_per_element": (2,)})
 class UlyssesBytes:
-    @staticmethod
     def draw(d):
         heads, kv, dim = d.choice(GQA)
         return {"cp": d.choice(tuple(c for c in (2, 4, 8) if kv % c == 0)), "seq": d.choice(SEQS),
                 "heads": heads, "kv_heads": kv, "head_dim": dim, "bytes_per_element": 2}
 
-    @staticmethod
     def prompt(g):
         return (f"DeepSpeed-Ulysses spreads a sequence of {g['seq']} tokens over cp = "
                 f"{g['cp']} GPUs and, around attention, all-to-alls Q, K, V (sequence → heads) "
@@ -105,7 +97,6 @@ class UlyssesBytes:
                 f"heads and {g['kv_heads']} key/value heads of dimension {g['head_dim']}, "
                 f"16-bit. How many bytes does each GPU send in one layer's forward pass?")
 
-    @staticmethod
     def solve(g):
         cp, s, h, kv, dim, e = (g["cp"], g["seq"], g["heads"], g["kv_heads"], g["head_dim"],
                                 g["bytes_per_element"])
@@ -129,7 +120,6 @@ class UlyssesBytes:
                                                                 "output after it."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, "ulysses")
 
@@ -137,19 +127,17 @@ class UlyssesBytes:
 @exercise("causal-imbalance", chapter=9, scene="context-parallel", kind="number", unit="ratio",
           title="How lopsided causal attention is on contiguous blocks",
           source="Megatron-LM context parallel (load balancing); Liu et al. 2023",
-          ranges={"cp": (2, 32), "seq": (8192, 1048576)})
+          ranges={"cp": (2, 32), "seq": (8192, 1048576)},
+          query=_scene)
 class CausalImbalance:
-    @staticmethod
     def draw(d):
         return {"cp": d.choice(CP), "seq": d.choice(SEQS)}
 
-    @staticmethod
     def prompt(g):
         return (f"A causal sequence of {g['seq']} tokens is cut into cp = {g['cp']} contiguous "
                 f"blocks, one per GPU; query i attends to keys 0 … i. How many times as many "
                 f"(query, key) scores does the last GPU compute as the first?")
 
-    @staticmethod
     def solve(g):
         cp, s = g["cp"], g["seq"]
         work = cp_cost.gather_pairs(s, cp, "none", True)[0]
@@ -169,10 +157,6 @@ class CausalImbalance:
                          "not balanced (that is what zigzag fixes)."),
         ))
 
-    @staticmethod
-    def scene(g):
-        return _scene(g)
-
 
 @exercise("zigzag-chunks", chapter=9, scene="context-parallel", kind="coords",
           title="Which tokens zigzag gives a rank",
@@ -181,19 +165,16 @@ class CausalImbalance:
           ranges={"cp": (2, 32), "seq": (8192, 1048576), "rank": (0, 31)},
           keys=("first", "second"))
 class ZigzagChunks:
-    @staticmethod
     def draw(d):
         cp = d.choice(CP)
         return {"cp": cp, "seq": d.choice(SEQS[:4]), "rank": d.integer(0, cp - 1)}
 
-    @staticmethod
     def prompt(g):
         return (f"Megatron-LM balances causal context parallelism by cutting a sequence of "
                 f"{g['seq']} tokens into 2·cp equal chunks for cp = {g['cp']}; rank r takes "
                 f"chunks r and 2·cp − 1 − r. At which token positions (from 0) do the two "
                 f"chunks of rank {g['rank']} start?")
 
-    @staticmethod
     def solve(g):
         cp, s, r = g["cp"], g["seq"], g["rank"]
         held = tokens_table(s, cp, "zigzag")[r]
@@ -212,7 +193,6 @@ class ZigzagChunks:
                                                                   "2cp − 1 − r, counted from 0."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, balance="zigzag")
 
@@ -223,19 +203,16 @@ class ZigzagChunks:
                  "pairs per head",
           ranges={"cp": (2, 32), "seq": (8192, 131072), "heads": (16, 128)})
 class ZigzagScores:
-    @staticmethod
     def draw(d):
         heads, _, _ = d.choice(GQA)
         return {"cp": d.choice(CP), "seq": d.choice(SEQS[:5]), "heads": heads}
 
-    @staticmethod
     def prompt(g):
         return (f"With zigzag load balancing, a causal sequence of {g['seq']} tokens is spread "
                 f"over cp = {g['cp']} GPUs (rank r holds chunks r and 2cp − 1 − r of 2cp). "
                 f"How many unmasked (query, key) scores does each GPU compute for one attention "
                 f"layer with {g['heads']} query heads?")
 
-    @staticmethod
     def solve(g):
         cp, s, h = g["cp"], g["seq"], g["heads"]
         work = cp_cost.gather_pairs(s, cp, "zigzag", True)[0]
@@ -254,7 +231,6 @@ class ZigzagScores:
             Mistake(int(work[0]), "Every query head computes its own scores: × heads."),
         ))
 
-    @staticmethod
     def scene(g):
         return _scene(g, balance="zigzag")
 
@@ -265,20 +241,17 @@ class ZigzagScores:
                  "layer",
           ranges={"seq": (2048, 131072), "heads": (16, 128), "micro_batch": (1, 4)})
 class AttentionScoresMemory:
-    @staticmethod
     def draw(d):
         heads, _, dim = d.choice(GQA)
         return {"seq": d.choice((2048, 4096, 8192, 16384, 32768, 131072)), "heads": heads,
                 "head_dim": dim, "micro_batch": d.choice((1, 2, 4))}
 
-    @staticmethod
     def prompt(g):
         return (f"Attention computed naively (no FlashAttention) stores its softmax output, one "
                 f"16-bit score per (query, key) pair and head, for the backward pass. How many "
                 f"bytes is that for one layer with {g['heads']} heads, micro-batch "
                 f"{g['micro_batch']}, and sequences of {g['seq']} tokens?")
 
-    @staticmethod
     def solve(g):
         s, a, b = g["seq"], g["heads"], g["micro_batch"]
         shape = activations.LayerShape(s, b, a * g["head_dim"], a)
@@ -292,7 +265,6 @@ class AttentionScoresMemory:
             Mistake(softmax.bytes / a, "Every head has its own s × s scores."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"method": "ring", "cp": 2, "seq": 16, "context": g["seq"],
                 "micro_batch": g["micro_batch"]}
@@ -305,14 +277,12 @@ class AttentionScoresMemory:
           ranges={"heads": (16, 128), "kv_heads": (8, 128), "peak_tflops": (312, 1979),
                   "link_gbs": (25, 450)})
 class RingOverlapBlock:
-    @staticmethod
     def draw(d):
         heads, kv, dim = d.choice(GQA)
         return {"heads": heads, "kv_heads": kv, "head_dim": dim,
                 "peak_tflops": float(d.choice((312, 989, 1979))),
                 "link_gbs": float(d.choice((25, 50, 100, 450)))}
 
-    @staticmethod
     def prompt(g):
         return (f"In ring attention a step computes 4·c²·H·d FLOPs on a block of c tokens "
                 f"(H = {g['heads']} query heads, d = {g['head_dim']}) while it sends the next "
@@ -321,7 +291,6 @@ class RingOverlapBlock:
                 f"B = {g['link_gbs']:g} GB/s. Ignoring latency, from how many tokens per block c "
                 f"does the compute hide the transfer?")
 
-    @staticmethod
     def solve(g):
         model = ModelShape("exercise", "llama", 1, g["heads"] * g["head_dim"], g["heads"],
                            g["kv_heads"], 4 * g["heads"] * g["head_dim"], 1, 8192)
@@ -342,7 +311,6 @@ class RingOverlapBlock:
                            "carry a 4 — they cancel."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"method": "ring", "cp": 8, "seq": 16, "gpu_tflops": g["peak_tflops"],
                 "intra_node_gbs": g["link_gbs"]}

@@ -38,21 +38,18 @@ def _moe_scene(tokens: int, experts: int, top_k: int, cf: float = 1.25, ep: int 
           ranges={"tokens": (256, 16384), "experts": (8, 256), "top_k": (1, 8),
                   "capacity_factor": (1.0, 2.0)})
 class MoeCapacity:
-    @staticmethod
     def draw(d):
         experts = d.choice(EXPERTS)
         return {"tokens": d.choice((512, 1024, 2048, 4096, 8192, 3000, 6000)),
                 "experts": experts, "top_k": d.choice(tuple(k for k in TOP_K if k < experts)),
                 "capacity_factor": d.choice(FACTORS)}
 
-    @staticmethod
     def prompt(g):
         return (f"A rank routes its T = {g['tokens']} tokens to the top k = {g['top_k']} of "
                 f"E = {g['experts']} experts, with capacity factor {g['capacity_factor']:g}. "
                 f"How many of this rank's assignments may each expert take (Megatron-LM's "
                 f"capacity)?")
 
-    @staticmethod
     def solve(g):
         T, E, k, cf = g["tokens"], g["experts"], g["top_k"], g["capacity_factor"]
         cap = get_capacity(T * k, E, cf)
@@ -68,7 +65,6 @@ class MoeCapacity:
             Mistake(get_capacity(T * k, E, 1.0), "Multiply by the capacity factor."),
         ))
 
-    @staticmethod
     def scene(g):
         return _moe_scene(g["tokens"], g["experts"], g["top_k"], g["capacity_factor"])
 
@@ -89,7 +85,6 @@ def _loads(d, assignments: int, experts: int) -> list[int]:
           ranges={"tokens": (16, 64), "experts": (4, 8), "top_k": (1, 2),
                   "capacity_factor": (1.0, 1.5)})
 class MoeDrops:
-    @staticmethod
     def draw(d):
         while True:
             experts, top_k = d.choice((4, 6, 8)), d.choice((1, 2))
@@ -100,7 +95,6 @@ class MoeDrops:
             if MoeDrops.solve(g).answer > 0:
                 return g
 
-    @staticmethod
     def prompt(g):
         loads = ", ".join(f"expert {i}: {n}" for i, n in enumerate(g["loads"]))
         return (f"A rank routes T = {g['tokens']} tokens to the top k = {g['top_k']} of "
@@ -108,7 +102,6 @@ class MoeDrops:
                 f"router sent the assignments: {loads}. Each expert keeps at most its capacity "
                 f"⌈T·k/E · cf⌉ and drops the rest. How many assignments are dropped in all?")
 
-    @staticmethod
     def solve(g):
         T, E, k = g["tokens"], g["experts"], g["top_k"]
         cap = get_capacity(T * k, E, g["capacity_factor"])
@@ -131,7 +124,6 @@ class MoeDrops:
                                                            "its first capacity assignments."),
         ))
 
-    @staticmethod
     def scene(g):
         return _moe_scene(g["tokens"], g["experts"], g["top_k"], g["capacity_factor"])
 
@@ -142,7 +134,6 @@ class MoeDrops:
                  "switch_load_balancing_loss_func: α·E·Σ fᵢ·Pᵢ",
           ranges={"experts": (4, 4), "coeff": (0.001, 0.1)})
 class MoeAuxLoss:
-    @staticmethod
     def draw(d):
         E = 4
         counts = [d.integer(1, 20) for _ in range(E)]
@@ -151,7 +142,6 @@ class MoeAuxLoss:
         return {"experts": E, "counts": counts, "probs": [p / 1000 for p in probs],
                 "coeff": d.choice((0.001, 0.01, 0.02, 0.1))}
 
-    @staticmethod
     def prompt(g):
         counts = ", ".join(map(str, g["counts"]))
         probs = ", ".join(f"{p:g}" for p in g["probs"])
@@ -161,7 +151,6 @@ class MoeAuxLoss:
                 f"load-balancing loss α·E·Σᵢ fᵢ·Pᵢ (fᵢ the share of the assignments expert i "
                 f"got)?")
 
-    @staticmethod
     def solve(g):
         E, counts, probs, a = g["experts"], g["counts"], g["probs"], g["coeff"]
         experts = np.repeat(np.arange(E), counts)
@@ -181,7 +170,6 @@ class MoeAuxLoss:
             Mistake(loss / a, "Multiply by the coefficient α."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"tokens": 64, "experts": 4, "top_k": 1, "aux_loss_coeff": g["coeff"]}
 
@@ -191,12 +179,10 @@ class MoeAuxLoss:
           source="Zoph et al. 2022 (ST-MoE) eq. 5: β · mean over tokens of logsumexp(logits)²",
           ranges={"coeff": (1e-3, 1e-2)})
 class MoeZLoss:
-    @staticmethod
     def draw(d):
         logits = [[d.integer(-20, 20) / 10 for _ in range(4)] for _ in range(2)]
         return {"logits": logits, "coeff": d.choice((0.001, 0.002, 0.01))}
 
-    @staticmethod
     def prompt(g):
         rows = "; ".join("token " + str(t) + ": " + ", ".join(f"{x:g}" for x in row)
                          for t, row in enumerate(g["logits"]))
@@ -204,7 +190,6 @@ class MoeZLoss:
                 f"β = {g['coeff']:g}, what is the router z-loss, β · mean over tokens of "
                 f"(log Σⱼ e^logit_j)²?")
 
-    @staticmethod
     def solve(g):
         logits = np.asarray(g["logits"], dtype=float)
         loss = z_loss(logits, g["coeff"])
@@ -221,7 +206,6 @@ class MoeZLoss:
                     "logsumexp is more than the largest logit: log Σ e^x, every expert counts."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"tokens": 64, "experts": 4, "top_k": 1, "z_loss_coeff": g["coeff"]}
 
@@ -233,7 +217,6 @@ class MoeZLoss:
           ranges={"tokens": (128, 16384), "experts": (8, 256), "ep": (2, 64)},
           keys=("token_rank", "expert_rank"))
 class MoePlacement:
-    @staticmethod
     def draw(d):
         experts = d.choice(EXPERTS)
         ep = d.choice(tuple(e for e in (2, 4, 8, 16, 32, 64) if e <= experts))
@@ -241,14 +224,12 @@ class MoePlacement:
         return {"tokens": tokens, "experts": experts, "ep": ep,
                 "token": d.integer(0, tokens - 1), "expert": d.integer(0, experts - 1)}
 
-    @staticmethod
     def prompt(g):
         return (f"T = {g['tokens']} tokens are spread evenly over ep = {g['ep']} "
                 f"expert-parallel ranks (in order), and so are E = {g['experts']} experts. "
                 f"Token {g['token']} is routed to expert {g['expert']}: on which rank does the "
                 f"token live, and on which rank does its expert run?")
 
-    @staticmethod
     def solve(g):
         T, E, ep = g["tokens"], g["experts"], g["ep"]
         experts = np.full((T, 1), g["expert"])
@@ -267,7 +248,6 @@ class MoePlacement:
                     "Ranks hold contiguous ranges (t // (T/ep)), not every ep-th one."),
         ))
 
-    @staticmethod
     def scene(g):
         return _moe_scene(g["tokens"], g["experts"], 2, ep=g["ep"])
 
@@ -284,14 +264,12 @@ def _uniform(tokens: int, top_k: int, ep: int) -> np.ndarray:
           ranges={"tokens": (512, 65536), "top_k": (1, 8), "hidden": (2048, 8192),
                   "ep": (2, 64)})
 class MoeAllToAllBytes:
-    @staticmethod
     def draw(d):
         ep = d.choice((2, 4, 8, 16, 32, 64))
         return {"tokens": ep * d.choice((64, 128, 256)) * 4, "top_k": d.choice(TOP_K),
                 "hidden": d.choice((2048, 4096, 7168, 8192)), "ep": ep,
                 "bytes_per_element": d.choice((2, 1))}
 
-    @staticmethod
     def prompt(g):
         dtype = "BF16" if g["bytes_per_element"] == 2 else "FP8"
         return (f"An expert-parallel group of ep = {g['ep']} ranks; each rank holds "
@@ -301,7 +279,6 @@ class MoeAllToAllBytes:
                 f"balanced router, how many bytes does each rank send to other ranks in one "
                 f"dispatch all-to-all?")
 
-    @staticmethod
     def solve(g):
         T, k, h, ep, e = g["tokens"], g["top_k"], g["hidden"], g["ep"], g["bytes_per_element"]
         matrix = _uniform(T, k, ep)
@@ -319,7 +296,6 @@ class MoeAllToAllBytes:
             Mistake(sent / k, "Each token goes to k experts: k copies of it."),
         ))
 
-    @staticmethod
     def scene(g):
         return {**_moe_scene(512, 64, g["top_k"], ep=min(g["ep"], 64)),
                 "cost_hidden": g["hidden"], "cost_tokens": g["tokens"]}
@@ -332,14 +308,12 @@ class MoeAllToAllBytes:
           ranges={"tokens": (1024, 16384), "top_k": (1, 8), "hidden": (2048, 8192),
                   "ep": (2, 16), "inter_gbs": (25, 50), "alpha_us": (5, 10)})
 class MoeAllToAllTime:
-    @staticmethod
     def draw(d):
         ep = d.choice((2, 4, 8, 16))
         return {"tokens": ep * d.choice((128, 256)) * 4, "top_k": d.choice(TOP_K),
                 "hidden": d.choice((2048, 4096, 7168)), "ep": ep,
                 "inter_gbs": d.choice((25.0, 50.0)), "alpha_us": d.choice((5.0, 10.0))}
 
-    @staticmethod
     def prompt(g):
         return (f"ep = {g['ep']} expert-parallel ranks sit on different nodes, linked at "
                 f"{g['inter_gbs']:g} GB/s (α = {g['alpha_us']:g} µs a message). Each rank holds "
@@ -348,7 +322,6 @@ class MoeAllToAllTime:
                 f"messages to the other ranks one after another. How long does one dispatch "
                 f"all-to-all take, in µs?")
 
-    @staticmethod
     def solve(g):
         T, k, h, ep = g["tokens"], g["top_k"], g["hidden"], g["ep"]
         matrix = _uniform(T, k, ep)
@@ -369,7 +342,6 @@ class MoeAllToAllTime:
             Mistake(us - (ep - 1) * g["alpha_us"], "Add α for each message."),
         ))
 
-    @staticmethod
     def scene(g):
         return {**_moe_scene(512, 64, g["top_k"], ep=min(g["ep"], 64)),
                 "cost_hidden": g["hidden"], "cost_tokens": g["tokens"], "dtype": "bf16",

@@ -50,19 +50,14 @@ def _layout_scene(g) -> dict:
                  "name fastest",
           ranges={"tp": (1, 8), "cp": (1, 4), "dp": (1, 8), "pp": (1, 8), "order": ORDERS,
                   "rank": (0, 511)},
-          keys=("tp", "cp", "dp", "pp"))
+          keys=("tp", "cp", "dp", "pp"),
+          draw=_draw_layout, query=_layout_scene)
 class LayoutRankCoords:
-    @staticmethod
-    def draw(d):
-        return _draw_layout(d)
-
-    @staticmethod
     def prompt(g):
         return (f"Megatron-LM lays out tp × cp × dp × pp ranks ({_sizes_text(g)}, ep = 1) in the "
                 f"order \"{g['order']}\" — the first name varies fastest. What are rank "
                 f"{g['rank']}'s tp, cp, dp and pp coordinates?")
 
-    @staticmethod
     def solve(g):
         coords = layout_of(g).coords(g["rank"])
         answer = {n: coords[n] for n in DENSE_AXES}
@@ -81,30 +76,24 @@ class LayoutRankCoords:
                     "init_device_mesh is the other way round: its last dimension is fastest)."),
         ))
 
-    @staticmethod
-    def scene(g):
-        return _layout_scene(g)
-
 
 @exercise("layout-rank-of-coords", chapter=11, scene="parallelism", kind="integer",
           unit="ranks", title="The rank at given coordinates",
           source="Megatron-LM RankGenerator: rank = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i)) for "
                  "tp-cp-ep-dp-pp",
-          ranges={"tp": (1, 8), "cp": (1, 4), "dp": (1, 8), "pp": (1, 8), "order": ORDERS})
+          ranges={"tp": (1, 8), "cp": (1, 4), "dp": (1, 8), "pp": (1, 8), "order": ORDERS},
+          query=_layout_scene)
 class LayoutRankOfCoords:
-    @staticmethod
     def draw(d):
         g = _draw_layout(d)
         coords = layout_of(g).coords(g.pop("rank"))
         return {**g, "at": {n: coords[n] for n in DENSE_AXES}}
 
-    @staticmethod
     def prompt(g):
         at = ", ".join(f"{n} = {g['at'][n]}" for n in DENSE_AXES)
         return (f"Ranks are laid out with {_sizes_text(g)} (ep = 1) in Megatron-LM's order "
                 f"\"{g['order']}\", the first name fastest. Which rank has coordinates {at}?")
 
-    @staticmethod
     def solve(g):
         layout = layout_of(g)
         rank = next(r for r in range(layout.world)
@@ -123,10 +112,6 @@ class LayoutRankOfCoords:
             Mistake(flipped, "The first name of the order varies fastest: its stride is 1."),
         ))
 
-    @staticmethod
-    def scene(g):
-        return _layout_scene(g)
-
 
 def _strides(g, names) -> list[int]:
     out, stride = [], 1
@@ -141,22 +126,20 @@ def _strides(g, names) -> list[int]:
           source="Megatron-LM RankGenerator.get_ranks: a group is a line of the mesh along its "
                  "axis",
           ranges={"tp": (1, 8), "cp": (1, 4), "dp": (1, 8), "pp": (1, 8), "order": ORDERS,
-                  "axis": DENSE_AXES})
+                  "axis": DENSE_AXES},
+          query=_layout_scene)
 class LayoutGroup:
-    @staticmethod
     def draw(d):
         g = _draw_layout(d)
         g["axis"] = d.choice(tuple(n for n in DENSE_AXES if g[n] > 1))
         return g
 
-    @staticmethod
     def prompt(g):
         return (f"Ranks are laid out with {_sizes_text(g)} (ep = 1) in Megatron-LM's order "
                 f"\"{g['order']}\", the first name fastest. Which ranks form rank {g['rank']}'s "
                 f"{g['axis']} group (the ranks that differ from it only in the {g['axis']} "
                 f"coordinate)?")
 
-    @staticmethod
     def solve(g):
         layout = layout_of(g)
         group = list(layout.group_of(g["rank"], g["axis"]))
@@ -177,18 +160,14 @@ class LayoutGroup:
                          for other in DENSE_AXES if other != g["axis"] and g[other] > 1)
         return Worked(group, steps, mistakes)
 
-    @staticmethod
-    def scene(g):
-        return _layout_scene(g)
-
 
 @exercise("layout-crosses-nodes", chapter=11, scene="parallelism", kind="choice",
           title="Does the group leave the node?",
           source="torchrun fills nodes in order: rank r on node r // gpus_per_node",
           ranges={"tp": (1, 8), "cp": (1, 4), "dp": (1, 8), "pp": (1, 8), "order": ORDERS,
-                  "axis": DENSE_AXES, "gpus_per_node": (4, 8)})
+                  "axis": DENSE_AXES, "gpus_per_node": (4, 8)},
+          query=_layout_scene)
 class LayoutCrossesNodes:
-    @staticmethod
     def draw(d):
         g = _draw_layout(d, least=16)
         g.pop("rank")
@@ -196,18 +175,15 @@ class LayoutCrossesNodes:
         g["axis"] = d.choice(tuple(n for n in DENSE_AXES if g[n] > 1))
         return g
 
-    @staticmethod
     def prompt(g):
         return (f"{_sizes_text(g)} (ep = 1) are laid out in Megatron-LM's order "
                 f"\"{g['order']}\" on nodes of {g['gpus_per_node']} GPUs, ranks filling nodes "
                 f"in order. Does any {g['axis']} group span more than one node — must its "
                 f"traffic cross InfiniBand? Answer yes or no.")
 
-    @staticmethod
     def choices(g):
         return ("yes", "no")
 
-    @staticmethod
     def solve(g):
         layout = layout_of(g)
         crosses = layout.crosses_nodes(g["axis"])
@@ -231,31 +207,24 @@ class LayoutCrossesNodes:
                     f"of its span: each fits inside one node."),
         ))
 
-    @staticmethod
-    def scene(g):
-        return _layout_scene(g)
-
 
 @exercise("mfu", chapter=11, scene="planner", kind="number", unit="fraction",
           title="Model FLOPs utilisation",
           source="Chowdhery et al. 2022 (PaLM), Appendix B: MFU = 6N · tokens/s / peak",
           ranges={"params": (1e8, 2e12), "tokens_per_s": (1, 1e6), "peak_tflops": PEAK_TFLOPS})
 class Mfu:
-    @staticmethod
     def draw(d):
         n, peak = params(d), d.choice(PEAK_TFLOPS)
         target = d.uniform(0.25, 0.6)
         rate = target * peak * 1e12 / dense_flops_per_token(n)
         return {"params": n, "tokens_per_s": float(f"{rate:.3g}"), "peak_tflops": peak}
 
-    @staticmethod
     def prompt(g):
         return (f"A dense model of {psi_text(g['params'])} parameters trains at "
                 f"{g['tokens_per_s']:g} tokens per second per GPU on GPUs whose dense 16-bit "
                 f"peak is {g['peak_tflops']:g} TFLOP/s. Counting 6N FLOPs per token (forward "
                 f"and backward, attention left out), what is its MFU?")
 
-    @staticmethod
     def solve(g):
         per_token = dense_flops_per_token(g["params"])
         u = mfu(per_token, g["tokens_per_s"], g["peak_tflops"])
@@ -273,7 +242,6 @@ class Mfu:
                                "model's, HFU the hardware's)."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "llama3-70b"}
 
@@ -284,7 +252,6 @@ class Mfu:
           ranges={"params": (5e8, 1e12), "global_batch": (256, 4096), "seq": (2048, 8192),
                   "gpus": (64, 16384), "step_s": (0.5, 60), "peak_tflops": PEAK_TFLOPS})
 class StepMfu:
-    @staticmethod
     def draw(d):
         while True:
             n, peak = params(d), d.choice(PEAK_TFLOPS)
@@ -296,14 +263,12 @@ class StepMfu:
                 return {"params": n, "global_batch": batch, "seq": seq, "gpus": gpus,
                         "step_s": float(f"{step:.3g}"), "peak_tflops": peak}
 
-    @staticmethod
     def prompt(g):
         return (f"A dense model of {psi_text(g['params'])} parameters trains on {g['gpus']} "
                 f"GPUs (peak {g['peak_tflops']:g} TFLOP/s each); a step of {g['global_batch']} "
                 f"sequences of {g['seq']} tokens takes {g['step_s']:g} s. Counting 6N FLOPs per "
                 f"token, what is its MFU?")
 
-    @staticmethod
     def solve(g):
         tokens = g["global_batch"] * g["seq"]
         rate = tokens / g["step_s"] / g["gpus"]
@@ -322,7 +287,6 @@ class StepMfu:
             Mistake(u / g["seq"], "A sequence is seq tokens: count tokens, not sequences."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "llama3-70b", "seq": g["seq"], "global_batch": g["global_batch"]}
 
@@ -334,21 +298,18 @@ class StepMfu:
           ranges={"params": (5e8, 1e12), "tokens": (1e11, 2e13), "gpus": (256, 16384),
                   "peak_tflops": PEAK_TFLOPS, "mfu": (0.25, 0.6)})
 class TrainDays:
-    @staticmethod
     def draw(d):
         return {"params": params(d), "tokens": int(d.nice(2e11, 1.5e13, 2)),
                 "gpus": d.choice((512, 1024, 2048, 4096, 8192, 16384)),
                 "peak_tflops": d.choice(PEAK_TFLOPS), "mfu": d.choice((0.3, 0.35, 0.4, 0.45,
                                                                        0.5))}
 
-    @staticmethod
     def prompt(g):
         return (f"A dense model of {psi_text(g['params'])} parameters trains on "
                 f"{count_text(g['tokens'])} tokens ({num(g['tokens'])}) on {g['gpus']} GPUs of "
                 f"{g['peak_tflops']:g} TFLOP/s peak at {g['mfu'] * 100:g} % MFU (6N FLOPs per "
                 f"token). How many days does it take?")
 
-    @staticmethod
     def solve(g):
         per_token = dense_flops_per_token(g["params"])
         # tokens/s per GPU at this MFU: mfu() is linear in the rate
@@ -372,6 +333,5 @@ class TrainDays:
             Mistake(seconds / 3600, "That is hours."),
         ))
 
-    @staticmethod
     def scene(g):
         return {"preset": "llama3-70b", "gpus": min(g["gpus"], 16384)}

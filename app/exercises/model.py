@@ -8,8 +8,10 @@ objects the scene itself uses, never a second copy of a formula; its steps say, 
 intermediate value, the formula, the numbers put in and the value, and its mistakes are the
 values the classic wrong turns give, each with the hint that points at the step that went wrong.
 
-Templates are declared with :func:`exercise` on a class holding the three functions; the
-registry :data:`BANK` keeps them in course order.
+Templates are declared with :func:`exercise` on a class that holds the functions as a namespace
+(plain functions of the givens: no ``self``, no ``@staticmethod``); a ``draw`` or ``scene`` that
+several problems share is given to :func:`exercise` once instead. The registry :data:`BANK`
+keeps them in course order.
 """
 
 from __future__ import annotations
@@ -134,13 +136,24 @@ BANK = Bank()
 
 def exercise(id: str, *, chapter: int, scene: str, title: str, kind: str, unit: str = "",
              source: str, ranges: dict[str, Any], keys: tuple[str, ...] = (),
-             scene_hides: tuple[str, ...] = ()):
-    """Declare a template from a class with static ``draw``, ``prompt``, ``solve`` and
-    ``scene`` (givens → the scene's query) functions, and ``choices`` for a choice."""
+             scene_hides: tuple[str, ...] = (), draw: Callable[[Draw], dict] | None = None,
+             query: Callable[[dict], dict] | None = None):
+    """Declare a template from a class holding its functions — ``draw`` (a Draw → the givens),
+    ``prompt`` (givens → the question), ``solve`` (givens → :class:`Worked`), ``scene`` (givens
+    → the scene's query) and, for a choice, ``choices`` — written as plain functions of their
+    argument (the class is only their namespace). ``draw`` and ``query`` here are a draw and a
+    scene query that several of a chapter's problems share, in place of the class's own."""
 
     def register(cls):
+        def one(name: str, shared: Callable | None) -> Callable:
+            own = getattr(cls, name, None)
+            if (own is None) == (shared is None):
+                raise TypeError(f"{id}: {name} must come from the class or from exercise(), "
+                                f"once")
+            return own or shared
+
         BANK.add(Template(id, chapter, scene, title, kind, unit, source, ranges,
-                          cls.draw, cls.prompt, cls.solve, cls.scene,
+                          one("draw", draw), cls.prompt, cls.solve, one("scene", query),
                           getattr(cls, "choices", None), keys, scene_hides))
         return cls
 

@@ -32,7 +32,8 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "scenes"
 # Bounds a template sets from other values on purpose (field(..., min=…, max=…, step=…)).
 DYNAMIC = {("collective", "count"): {"min", "step"},   # steps of world for the splitting ops
            ("collective", "root"): {"max"},            # world - 1
-           ("checkpointing", "recompute_layers"): {"max"}}  # at most the model's layers
+           ("checkpointing", "recompute_layers"): {"max"},  # at most the model's layers
+           **{("train", n): {"max"} for n in ("tp", "cp", "ep", "dp", "pp")}}  # ≤ max_world
 # Defaults that lie off their slider on purpose, with why.
 OFF_SLIDER = {("pipeline", "chunks"): "chunks = 1 is the non-interleaved schedules'; the slider "
                                       "(2–8) is disabled for them and shows 2"}
@@ -107,8 +108,12 @@ def test_page_controls_match_the_model(client, scene):
         assert page.labels[name].strip() == c["label"], where
         fixed = {"min", "max", "step"} - DYNAMIC.get((scene.slug, name), set())
         if c["kind"] == "values":
-            assert attrs["data-values"].split() == [str(x) for x in c["values"]], where
-            assert (attrs["min"], attrs["max"]) == ("0", str(len(c["values"]) - 1)), where
+            values, shown = [str(x) for x in c["values"]], attrs["data-values"].split()
+            if "max" in fixed:
+                assert shown == values, where
+            else:                              # the model's values, stopped lower by the page
+                assert shown and shown == values[:len(shown)], where
+            assert (attrs["min"], attrs["max"]) == ("0", str(len(shown) - 1)), where
             assert all(inside(x, field, False) for x in c["values"]), where
             assert list(c["values"]) == sorted(set(c["values"])), f"{where}: values in order"
             continue
@@ -431,7 +436,8 @@ def test_a_groups_name_is_the_groups_field(scene):
     for name, field in model.model_fields.items():
         spec = control_spec(model, name)
         group = spec.group if spec is not None else ""
-        if name not in GROUP_NAMES:
+        if name not in GROUP_NAMES or (GROUP_NAMES[name] == "layout"
+                                       and not takes_the_layout(model)):
             assert not group, f"{scene.slug}.{name} claims group {group!r}"
             continue
         if (scene.slug, name) in NOT_THE_GROUPS:
@@ -443,6 +449,26 @@ def test_a_groups_name_is_the_groups_field(scene):
         assert _unwrap(field) == _unwrap(ref), \
             f"{scene.slug}.{name}: a second range or Control beside the group's"
         assert field.description == ref.description, scene.slug + "." + name
+
+
+def takes_the_layout(model) -> bool:
+    """The layout is a group as a whole — its order names all five axes — so a scene takes all
+    of it or none; one that asks for a size alone (/memory's t, /zero's N_d, the planner's pins)
+    draws its own control over the shared type (app.params.Tp, Dp …)."""
+    return set(GROUPS["layout"]) <= set(model.model_fields)
+
+
+@pytest.mark.parametrize("scene", SCENES, ids=lambda s: s.slug)
+def test_the_layout_is_taken_whole_or_not_at_all(scene):
+    tagged = set(group_fields(scene.params, "layout"))
+    assert tagged in (set(), set(GROUPS["layout"])), (scene.slug, tagged)
+    if takes_the_layout(scene.params):
+        assert tagged, f"{scene.slug} has tp … order of its own: take the layout group"
+
+
+def test_the_layout_is_parallelism_and_train():
+    assert [s.slug for s in SCENES if group_fields(s.params, "layout")] == \
+        ["parallelism", "train"]
 
 
 def test_the_exceptions_are_still_exceptions():

@@ -146,6 +146,20 @@ def _forms_of(t, answer) -> set[str]:
 
 
 @pytest.mark.parametrize("id_", [t.id for t in templates()])
+def test_every_problem_reveals_and_checks_its_own_answer(client, id_):
+    """The revealed answer and solution of every problem are JSON (no numpy scalar left in
+    them: that was a 500), and the answer they reveal is judged right."""
+    for seed in (0, 1):
+        shown = client.post(f"/api/exercises/{id_}/check?seed={seed}", json={"reveal": True})
+        assert shown.status_code == 200, (seed, shown.text[:200])
+        expected = shown.json()["expected"]
+        assert shown.json()["solution"], seed
+        again = client.post(f"/api/exercises/{id_}/check?seed={seed}",
+                            json={"answer": expected})
+        assert again.status_code == 200 and again.json()["correct"], (seed, expected)
+
+
+@pytest.mark.parametrize("id_", [t.id for t in templates()])
 def test_an_unanswered_problem_never_contains_its_answer(client, id_):
     t = BANK.templates[id_]
     for seed in (0, 1, 2):

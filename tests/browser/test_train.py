@@ -25,7 +25,7 @@ def shown_frames(page) -> int:
 def test_the_deck_steps_through_one_training_step(page):
     page.goto(page.base + "/train?tp=2&cp=1&pp=2&dp=2&ep=2")
     deck = page.locator("[data-player] svg.deck")
-    expect(caption(page)).to_have_text(re.compile(r"^One training step of a 4-block GPT"))
+    expect(caption(page)).to_have_text(re.compile(r"^One step of a 4-block GPT"))
     names = deck.locator("text tspan", has_text=re.compile(r"^rank \d+$"))
     expect(names).to_have_count(8)
     deck.click(position={"x": 5, "y": 5})

@@ -214,3 +214,29 @@ def test_any_valid_collective_is_correct(data):
 
 def step_index(trace, step) -> int:
     return trace.schedule.steps.index(step) + 1
+
+
+@pytest.mark.parametrize("algorithm,op", CASES)
+@pytest.mark.parametrize("world", [2, 5, 8, 16, 33, 64])
+def test_a_step_at_once_is_the_moves_one_by_one(algorithm, op, world):
+    """execute's flat-index steps (_apply_step) against the plain per-move loop, bit for bit,
+    on integers and on floats (where the order of two additions into one element shows)."""
+    from app.sim.collectives import simulate as sim
+    if algorithm == "halving_doubling" and not is_power_of_two(world):
+        return
+    count = 3 * world if op in SPLITTING_OPS else 2 * world + 3
+    schedule = build(op, algorithm, world, count, world - 1)
+    ints = make_inputs(op, world, count, 7)
+    rng = np.random.default_rng(world)
+    floats = tuple(rng.standard_normal(len(x)) * 10.0 ** rng.integers(-8, 8, len(x)) for x in ints)
+    for inputs in (ints, floats):
+        fast = sim.execute(schedule, inputs)
+        n, length = world, schedule.layout.buffer_len
+        states = [np.array(a[0]) for a in fast]
+        for k, step in enumerate(schedule.steps):
+            new = [s.copy() for s in states]
+            sim._apply_moves(step.moves, states, new)
+            for a, b in zip(fast, new):
+                np.testing.assert_array_equal(a[k + 1], b, strict=True)
+            states = new
+        assert fast[0].shape == (len(schedule.steps) + 1, n, length)

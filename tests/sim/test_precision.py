@@ -268,3 +268,26 @@ def test_gradients_are_numpys_normal_and_choice_streams():
     exponents = rng.normal(-3.3, 1.7, size=(4, SAMPLES)) + wander
     signs = rng.choice((-1.0, 1.0), size=(4, SAMPLES))
     assert np.array_equal(make_gradients(4, -3.3, 1.7, 5), signs * 10.0 ** exponents)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_overflow_threshold_is_where_rounding_overflows(key):
+    """overflow_threshold (what loss scaling compares with) against round_to at the threshold
+    and the float64 just below it, and FP16's known value: halfway from 65504 to 65536."""
+    from app.sim.precision.number_formats import overflow_threshold
+    f = FORMATS[key]
+    t = overflow_threshold(f)
+    assert not np.isfinite(round_to([t, -t], f)).any()
+    below = math.nextafter(t, 0.0)
+    assert round_to([below], f)[0] == f.max
+    if key == "fp16":
+        assert t == 65520.0
+
+
+@pytest.mark.parametrize("center,init", [(-4.5, 16), (1.0, 16), (2.0, 40), (-8.0, 0)])
+def test_loss_scaling_overflow_is_the_rounded_maximum(center, init):
+    """found_inf from the threshold against rounding each step's largest |S·g| to FP16."""
+    grads = make_gradients(24, center, 1.2, 0)
+    for s, row in zip(dynamic_loss_scaling(grads, 2.0 ** init, 4), grads):
+        largest = np.abs(row).max() * s.scale
+        assert s.found_inf == (not np.isfinite(round_to([largest], FORMATS["fp16"])[0]))

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from app.params import ParamsError, parse
 from app.sim.train import TrainParams, simulate
+from app.sim.train.proof import TABLE as PROOF_TABLE
 
 DENSE = {"experts": 1, "top_k": 1, "ep": 1}
 
@@ -187,3 +188,47 @@ def test_params_are_frozen_with_a_comment_on_every_field():
     with pytest.raises(ValidationError):
         p.tp = 4
     assert set(field_comments(TrainParams)) >= set(TrainParams.model_fields)
+
+
+SYMMETRY_LAYOUTS = [row for _, row in PROOF_TABLE] + [
+    {},                                                     # the scene's default: tp 2 pp 2 dp 2 ep 2
+    {"microbatches": 16, "recompute": "full", "sequence_parallel": True},
+    {"tp": 2, "cp": 2, "pp": 2, "dp": 2, "ep": 2, "zero": 1, "schedule": "gpipe"},
+    {"tp": 1, "cp": 1, "pp": 4, "dp": 2, "ep": 1, "experts": 1, "top_k": 1, "microbatches": 8},
+    {"tp": 1, "cp": 1, "pp": 2, "dp": 4, "ep": 4, "order": "tp-dp-cp-ep-pp", "nodes": 2},
+    {"tp": 1, "cp": 2, "pp": 2, "dp": 2, "ep": 2, "aux_loss_coeff": 0.01},
+]
+
+
+def test_the_load_balancing_loss_costs_one_cp_all_reduce_of_the_counts_per_moe_forward():
+    """α > 0 adds, per MoE layer's forward on each rank, an all-reduce of the E int64 counts
+    over cp (workers/train/expert.load_balancing_loss) and nothing when cp is 1."""
+    base = {"tp": 1, "cp": 2, "pp": 2, "dp": 2, "ep": 2}
+    for cp in (1, 2):
+        q = {**base, "cp": cp, "dp": 4 // cp}
+        off, on = simulate(TrainParams(**q)), simulate(TrainParams(**q, aux_loss_coeff=0.01))
+        counts = [e for e in on.events if e["lane"] == "cp" and e["kind"] == "all_reduce"]
+        p = on.params
+        forwards = p.layers // p.pp * p.microbatches * p.world if cp > 1 else 0
+        assert len(counts) == forwards
+        assert all(e["bytes"] == p.experts * 8 for e in counts)
+        assert on.step_s >= off.step_s
+
+
+@pytest.mark.parametrize("query", SYMMETRY_LAYOUTS,
+                         ids=lambda q: ",".join(f"{k}={v}" for k, v in q.items()) or "default")
+def test_the_stages_one_timeline_equals_every_rank_timed_on_its_own(query):
+    """program_step times only rank 0's pipeline and gives a stage's other ranks its timeline;
+    the step written and timed for every rank must give the same events (every field, every
+    rank, the same order) and the same step time on both machines."""
+    from app.sim.train.cost import Machine
+    from app.sim.train.params import GPU
+    from app.sim.train.program import _program_step, program_step
+    from app.sim.train.simulate import events_of
+    p = TrainParams(**query)
+    machines = (Machine.of(p), Machine(**GPU))
+    fast, full = program_step(p, machines), _program_step(p, machines, every_rank=True)
+    assert len(full[0].spans) == len(fast[0].spans) * (p.world // p.pp)
+    for a, b in zip(fast, full):
+        assert a.makespan == b.makespan
+        assert events_of(a) == events_of(b)

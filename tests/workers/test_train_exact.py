@@ -2,8 +2,10 @@
 each parallelism alone, pairs, and 3-to-5-D mixes (MoE + EP, CP + TP + PP …) — trains the same
 model, data and seed as one process (tests/workers/test_train_reference.py holds that process
 to plain PyTorch), and in float64 every step's loss and every final tensor, gathered back to
-full size, agree to ≤ 1e-9 relative; replicas of a tensor stay identical. A float32 run reports
-its difference.
+full size, agree to ≤ 1e-9 relative; replicas of a tensor stay identical. MoE layouts with the
+load-balancing loss on (the last rows) also match the one process's aux loss to ≤ 1e-9: a
+count summed over the wrong group (none, or ep) fails them. A float32 run reports its
+difference.
 
 One torchrun launch of 8 ranks runs the whole table (``--suite``): layout k on ranks
 0 … world_k − 1, the others waiting (torchrun's start costs seconds on two cores). The full
@@ -41,6 +43,9 @@ def test_every_layout_trains_exactly_as_one_process(suite, name):
     assert result["replica_spread"] == 0.0
     assert len(result["losses"]) == result["config"]["steps"]
     assert all(a > 0 for a in result["losses"])
+    assert result["max_rel_aux_loss_diff"] <= TOLERANCE["float64"], result["aux_losses"]
+    on = result["config"].get("aux_loss_coeff", 0) > 0
+    assert all(a > 0 if on else a == 0 for a in result["aux_losses"]), result["aux_losses"]
 
 
 def test_the_table_covers_every_parallelism_pairs_and_mixes():
@@ -54,6 +59,9 @@ def test_the_table_covers_every_parallelism_pairs_and_mixes():
     assert len(mixes) >= 4
     assert any({"ep", "tp", "pp"} <= m for m in mixes)          # MoE + EP in a mix
     assert any({"cp", "tp", "pp"} <= m for m in mixes)          # CP + TP + PP
+    aux = [active(r) for _, r in TABLE if r.get("aux_loss_coeff", 0) > 0]
+    assert any({"ep", "dp"} <= m and "cp" not in m for m in aux)  # counts not summed over ep
+    assert any({"ep", "dp", "cp"} <= m for m in aux)           # … but over cp
 
 
 def test_float32_reports_its_difference(suite):

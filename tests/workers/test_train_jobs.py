@@ -60,6 +60,19 @@ def test_a_4_rank_run_passes_cold_then_warm_with_the_contract(pooled):
     print(f"4 ranks, 5 steps: cold {seconds[0]:.1f} s, warm {seconds[1]:.1f} s")
 
 
+def test_a_run_with_the_load_balancing_loss_reports_it_and_holds_it_to_one_process(pooled):
+    """With α > 0 the verdict holds the load-balancing loss to the one process's too, and the
+    report carries both series (cp 2 shares each micro-batch's tokens over two ranks)."""
+    accepted = pooled.post("/api/verify/train?tp=1&cp=2&pp=1&dp=2&ep=2&experts=4&steps=2"
+                           "&aux_loss_coeff=0.05")
+    job = job_over_http(pooled, accepted.json()["job"], 240)
+    assert job["status"] == "passed", job["detail"]
+    assert len(job["aux_losses"]) == len(job["reference_aux_losses"]) == 2
+    assert all(a > 0 for a in job["aux_losses"])
+    assert job["max_rel_aux_loss_diff"] <= 1e-9
+    assert "load-balancing loss to" in job["detail"]
+
+
 def test_two_launchers_meet_as_two_nodes():
     p = TrainParams(tp=2, cp=1, pp=1, dp=2, ep=2, nodes=2, steps=2)
     runner = JobRunner(timeout_s=240, stall_s=30)

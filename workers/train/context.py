@@ -9,7 +9,8 @@ Forward, cp steps: at step s rank r attends its queries to the block that starte
 r − s, while the next block is already in flight (``comm.exchange``); each block gives a partial
 output O_b and its log-sum-exp L_b per query and head, and partials merge exactly
 (FlashAttention's rule): L = logaddexp(L_a, L_b), O = e^{L_a − L}·O_a + e^{L_b − L}·O_b.
-Blocks wholly above the causal diagonal are skipped.
+Blocks wholly above the causal diagonal are skipped. One block's partial, the merge and the skip
+are workers/attention_blocks.py, shared with /context-parallel's worker.
 
 Backward, the same ring again: with the final L and D = rowsum(dO ∘ O) each block's
 probabilities are recomputed, P = exp(S − L), and give dV = Pᵀ·dO, dS = P ∘ (dO·Vᵀ − D),
@@ -31,41 +32,13 @@ import math
 
 import torch
 
+from workers.attention_blocks import merge, partial, probabilities, scores, skip
 from workers.train import comm
-
-
-def _scores(q, k, q_pos, k_pos, group: int):
-    """(heads, nq, nk) scaled scores, −∞ above the causal diagonal."""
-    k = k.repeat_interleave(group, dim=1)
-    scores = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(q.shape[-1])
-    return scores.masked_fill(k_pos[None, None, :] > q_pos[None, :, None], -math.inf)
-
-
-def _block_forward(q, k, v, q_pos, k_pos, group: int):
-    """Partial output (nq, h, d) and log-sum-exp (nq, h) over one block; a query that sees no key
-    of the block gets L = −∞ and output 0."""
-    scores = _scores(q, k, q_pos, k_pos, group)
-    lse = torch.logsumexp(scores, dim=-1)                         # (h, nq)
-    seen = torch.isfinite(lse)
-    p = torch.where(seen[..., None], torch.exp(scores - lse.where(seen, 0.0)[..., None]), 0.0)
-    out = torch.einsum("hqk,khd->qhd", p, v.repeat_interleave(group, dim=1))
-    return out, lse.T
-
-
-def _merge(out, lse, out_b, lse_b):
-    new = torch.logaddexp(lse, lse_b)
-    seen = torch.isfinite(new)
-    safe = new.where(seen, 0.0)
-    w_a = torch.where(seen, torch.exp(lse - safe), 0.0)[..., None]
-    w_b = torch.where(seen, torch.exp(lse_b - safe), 0.0)[..., None]
-    return out * w_a + out_b * w_b, new
 
 
 def _block_backward(q, k, v, dout, lse, delta, q_pos, k_pos, group: int):
     """dQ, dK, dV of one block given the merged L (nq, h) and D (nq, h)."""
-    scores = _scores(q, k, q_pos, k_pos, group)                   # (h, nq, nk)
-    seen = torch.isfinite(lse.T)
-    p = torch.where(seen[..., None], torch.exp(scores - lse.T.where(seen, 0.0)[..., None]), 0.0)
+    p = probabilities(scores(q, k, q_pos, k_pos, group), lse.T)  # (h, nq, nk)
     v_rep = v.repeat_interleave(group, dim=1)
     dv_rep = torch.einsum("hqk,qhd->khd", p, dout)
     dp = torch.einsum("qhd,khd->hqk", dout, v_rep)
@@ -75,11 +48,6 @@ def _block_backward(q, k, v, dout, lse, delta, q_pos, k_pos, group: int):
     nk, kv_heads, d = k.shape
     return (dq, dk_rep.reshape(nk, kv_heads, group, d).sum(2),
             dv_rep.reshape(nk, kv_heads, group, d).sum(2))
-
-
-def _skip(q_pos, k_pos) -> bool:
-    """A block wholly above the causal diagonal (every key after every query)."""
-    return bool(k_pos.min() > q_pos.max())
 
 
 class RingAttention(torch.autograd.Function):
@@ -101,9 +69,9 @@ class RingAttention(torch.autograd.Function):
             wait = (comm.exchange(kv, groups.cp_next_rank, groups.cp_prev_rank, cp, "ring")
                     if s < cp.size - 1 else None)
             k_pos = table[(me - s) % cp.size]
-            if not _skip(q_pos, k_pos):
-                out_b, lse_b = _block_forward(q, kv[0], kv[1], q_pos, k_pos, group)
-                out, lse = _merge(out, lse, out_b, lse_b)
+            if not skip(q_pos, k_pos):
+                out_b, lse_b = partial(q, kv[0], kv[1], q_pos, k_pos, group)
+                out, lse = merge(out, lse, out_b, lse_b)
             if wait is not None:
                 kv = wait()
         ctx.save_for_backward(q, k, v, out, lse, table)
@@ -123,7 +91,7 @@ class RingAttention(torch.autograd.Function):
         travel = torch.stack([k, v, torch.zeros_like(k), torch.zeros_like(v)])  # K V dK dV
         for s in range(cp.size):
             k_pos = table[(me - s) % cp.size]
-            if not _skip(q_pos, k_pos):
+            if not skip(q_pos, k_pos):
                 dq_b, dk_b, dv_b = _block_backward(q, travel[0], travel[1], dout, lse, delta,
                                                    q_pos, k_pos, group)
                 dq = dq + dq_b
@@ -148,6 +116,5 @@ def attention(q, k, v, table, groups, flash: bool) -> torch.Tensor:
 def plain(q, k, v, positions) -> torch.Tensor:
     """softmax(QKᵀ/√d + causal mask)·V with autograd keeping the probabilities."""
     group = q.shape[1] // k.shape[1]
-    scores = _scores(q, k, positions, positions, group)
-    probs = torch.softmax(scores, dim=-1)
+    probs = torch.softmax(scores(q, k, positions, positions, group), dim=-1)
     return torch.einsum("hqk,khd->qhd", probs, v.repeat_interleave(group, dim=1))

@@ -17,6 +17,9 @@ first):
                  backward has the same steps
     6. combine   the all-to-all back (the dispatch's splits swapped), gates times outputs added
                  per token, then the TP sum (g, or SP's reduce-scatter)
+    7. aux loss  with ``aux_loss_coeff`` > 0, the load-balancing loss of the micro-batch
+                 (:func:`load_balancing_loss`: the counts summed over cp), attached to the
+                 output so that its gradient joins the backward (:class:`AttachLoss`)
 
 Autograd: :class:`AllToAll`'s backward is the all-to-all with the splits swapped. Under tp > 1
 the gates and the expert input enter through f (identity forward, all-reduce backward): their
@@ -49,23 +52,61 @@ def swiglu(x, w1, w3, w2):
     return (F.silu(x @ w1) * (x @ w3)) @ w2
 
 
+class AttachLoss(torch.autograd.Function):
+    """Megatron-LM's ``MoEAuxLossAutoScaler``: the activations unchanged forward; backward also
+    starts the attached loss's own backward, with gradient 1 — a loss made inside a layer joins
+    the objective without the stage returning it."""
+
+    @staticmethod
+    def forward(ctx, x, loss):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad.new_ones(())
+
+
 def route(x, router, top_k: int):
-    """(chosen experts (n, k), gates (n, k)) of softmax-then-top-k routing."""
+    """(chosen experts (n, k), gates (n, k), probabilities (n, E)) of softmax-then-top-k
+    routing."""
     logits = x @ router
     probs = torch.softmax(logits, dim=-1)
     chosen = torch.sort(logits.detach(), dim=-1, descending=True, stable=True).indices[:, :top_k]
-    return chosen, probs.gather(1, chosen)
+    return chosen, probs.gather(1, chosen), probs
 
 
-def moe(x, weights, groups, top_k: int, sp: bool) -> torch.Tensor:
+def load_balancing_loss(probs, per_expert, cp, top_k: int, weight: float) -> torch.Tensor:
+    """This rank's part of ``weight`` · E · Σᵢ fᵢ·Pᵢ over one micro-batch (Switch Transformer,
+    Fedus et al. 2021, eq. 4–6, with GShard's and Megatron-LM's top-k counting; /moe's
+    app.sim.moe.losses.aux_loss):
+
+        T   the micro-batch's tokens — one sequence, seq/cp of it on each cp rank (every tp rank
+            of a cp rank routes the same seq/cp tokens)
+        fᵢ  assignments to expert i among the T·k, summed over the cp group: a count, so no
+            gradient flows through it
+        Pᵢ  the mean over the T tokens of softmax(logits)ᵢ over all E experts
+
+    The cp ranks' parts add up to the micro-batch's loss: each sums Pᵢ over its own tokens
+    (``probs`` (n, E), ``per_expert`` (E,) its counts), with fᵢ and T of the whole sequence —
+    the one process's micro-batch is that same sequence. Under dp and ep nothing else is
+    summed: another replica's tokens are another micro-batch."""
+    counts = comm.all_reduce(per_expert, cp)                        # (E,) the micro-batch's
+    tokens = probs.shape[0] * cp.size                               # T
+    f = counts.to(probs.dtype) / (tokens * top_k)
+    return weight * probs.shape[1] * (f * probs.sum(0)).sum() / tokens
+
+
+def moe(x, weights, groups, top_k: int, sp: bool, aux_weight: float = 0.0):
     """The MoE MLP of one block; ``weights``: router (h, E) and this rank's experts
-    w1, w3 (E/ep, h, f/tp), w2 (E/ep, f/tp, h)."""
+    w1, w3 (E/ep, h, f/tp), w2 (E/ep, f/tp, h). Returns (output, this rank's part of the
+    load-balancing loss — :func:`load_balancing_loss` with weight ``aux_weight``, attached to the
+    output — or None when ``aux_weight`` is 0)."""
     tp, ep = groups["tp"], groups["ep"]
     tokens = (x if tp.size == 1 or not sp else
               tensor.GatherTokens.apply(x, tp))                     # (n, h), same on every tp rank
     E = weights["router"].shape[1]
     local = weights["w1"].shape[0]
-    chosen, gates = route(tokens, weights["router"], top_k)         # 1
+    chosen, gates, probs = route(tokens, weights["router"], top_k)  # 1
     gates = tensor.copy_to(gates, tp)
     inputs = tensor.copy_to(tokens, tp)
     flat_expert = chosen.reshape(-1)                                # 2
@@ -91,4 +132,8 @@ def moe(x, weights, groups, top_k: int, sp: bool) -> torch.Tensor:
     returned = AllToAll.apply(outputs, recv_splits, send_splits, ep)        # 6
     weighted = returned * gates.reshape(-1)[order][:, None]
     combined = torch.zeros_like(tokens).index_add(0, token_of, weighted)
-    return tensor.leave(combined, tp, sp)
+    out = tensor.leave(combined, tp, sp)
+    if not aux_weight:
+        return out, None
+    aux = load_balancing_loss(probs, per_expert, groups["cp"], top_k, aux_weight)   # 7
+    return AttachLoss.apply(out, aux), aux.detach()

@@ -13,7 +13,10 @@ One step on one rank:
 
 The loss of a step is the mean cross-entropy over every token of the global batch (dp × m
 sequences of seq tokens): each rank's loss is its tokens' sum divided by that count, so the
-gradients summed over dp·cp are the gradient of the mean. One step (``record_step``) is
+gradients summed over dp·cp are the gradient of the mean. With ``aux_loss_coeff`` α > 0 an MoE
+model's objective adds, for every MoE layer and micro-batch (one sequence), the load-balancing
+loss α·E·Σᵢ fᵢPᵢ over that micro-batch's tokens, averaged over the global batch's micro-batches
+(expert.load_balancing_loss; Megatron-LM averages a micro-batch's losses the same way). One step (``record_step``) is
 recorded: every compute pass and every message with its time (comm.REC).
 """
 
@@ -39,6 +42,10 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32}
 class Run:
     losses: list[float] = field(default_factory=list)
     """the global batch's mean loss per step (known on the last stage; 0 elsewhere)"""
+    aux_losses: list[float] = field(default_factory=list)
+    """the MoE layers' load-balancing loss per step, as it enters the objective: α · E · Σᵢ
+    fᵢPᵢ of every MoE layer and micro-batch, summed over the layers and averaged over the
+    global batch's micro-batches (0 with aux_loss_coeff 0 or no experts; known on every rank)"""
     norms: list[float] = field(default_factory=list)
     """the global gradient norm before clipping, per step"""
     step_s: list[float] = field(default_factory=list)
@@ -64,8 +71,10 @@ def barrier(group) -> None:
 def train(p, groups, record_step: int | None = None) -> Run:
     c = groups.coords
     shape, dtype = Shape.of(p), DTYPES[p.dtype]
+    aux = p.aux_loss_coeff if shape.moe else 0.0
     model = StageModel(shape, groups, seed=p.seed, dtype=dtype, pp=p.pp,
-                       sp=p.sequence_parallel and p.tp > 1, recompute=p.recompute)
+                       sp=p.sequence_parallel and p.tp > 1, recompute=p.recompute,
+                       aux_weight=aux / p.batch)
     buckets = GradientBuckets(model, p.zero)
     adamw = optim.AdamW(buckets.buckets, p.lr, p.weight_decay)
     order = pipeline.orders(p.schedule, p.pp, p.microbatches)[c["pp"]]
@@ -94,9 +103,20 @@ def train(p, groups, record_step: int | None = None) -> Run:
         run.norms.append(norm)
         run.losses.append(float(comm.all_reduce(torch.tensor([loss], dtype=torch.float64),
                                                 groups["dp_cp"])[0]) if model.last else 0.0)
+        run.aux_losses.append(aux_loss(model, groups) if aux else 0.0)
     run.shards = {name: (c["tp"], c["ep"], t.detach().cpu().numpy().copy())
                   for name, t in model.params.items()}
     return run
+
+
+def aux_loss(model: StageModel, groups) -> float:
+    """The step's load-balancing loss (Run.aux_losses) from every rank's parts: the cp ranks'
+    parts of a micro-batch add up, every stage holds its own layers, every replica its own
+    micro-batches; the tp ranks of a part hold the same number, so tp rank 0 counts it. Clears
+    the parts for the next step."""
+    mine = sum(model.aux.values()) if groups.coords["tp"] == 0 else 0.0
+    model.aux.clear()
+    return float(comm.all_reduce(torch.tensor([mine], dtype=torch.float64), groups["world"])[0])
 
 
 def assemble(shape: Shape, parts: list[dict], tp: int, ep: int) -> dict[str, np.ndarray]:

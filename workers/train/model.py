@@ -6,7 +6,9 @@ micro-batch — one sequence, this rank's seq/cp tokens of it.
     every block   x + attention(RMSNorm(x));  x + MLP or MoE(RMSNorm(x))
                   attention: column-parallel Q, K, V (this rank's heads), the ring
                   (context.py), row-parallel output, entered and left through tensor.py
-                  MLP: SwiGLU, gate and up column-, down row-parallel; MoE: expert.py
+                  MLP: SwiGLU, gate and up column-, down row-parallel; MoE: expert.py, with
+                  its load-balancing loss (weight α / micro-batches of the global batch)
+                  attached to the layer's output
     last stage    RMSNorm → vocab-parallel head → vocab-parallel cross-entropy, summed over
                   the tokens and scaled by 1 / (tokens in the global batch)
 
@@ -38,10 +40,14 @@ class StageModel:
     """This rank's part of the model: the layers of its pipeline stage, cut over tp and ep."""
 
     def __init__(self, shape: Shape, groups, *, seed: int, dtype: torch.dtype, pp: int,
-                 sp: bool, recompute: str):
+                 sp: bool, recompute: str, aux_weight: float = 0.0):
         c = groups.coords
         self.shape, self.groups, self.dtype, self.sp, self.recompute = (shape, groups, dtype,
                                                                         sp, recompute)
+        self.aux_weight = aux_weight
+        """the MoE layers' load-balancing loss: α / (micro-batches in the global batch)"""
+        self.aux: dict[tuple[int, int], float] = {}
+        """(micro-batch, layer) → this rank's part of that layer's load-balancing loss"""
         self.tp, self.ep = groups["tp"].size, groups["ep"].size
         self.first, self.last = c["pp"] == 0, c["pp"] == pp - 1
         self.specs, self.params = {}, {}
@@ -73,7 +79,8 @@ class StageModel:
 
     # -- forward ----------------------------------------------------------------------------
 
-    def forward(self, x: torch.Tensor, targets: torch.Tensor | None, scale: float):
+    def forward(self, x: torch.Tensor, targets: torch.Tensor | None, scale: float,
+                microbatch: int = 0):
         """The stage on one micro-batch: ``x`` is token ids on the first stage, else the
         previous stage's activations; the last stage returns the scaled loss."""
         p, tp = self.params, self.groups["tp"]
@@ -81,19 +88,19 @@ class StageModel:
             x = tensor.vocab_embedding(x, p["embed"], self.vocab_start, tp, self.sp)
         for layer in self.layers:
             if self.recompute == "full":
-                x = checkpoint(self.block, x, layer, use_reentrant=False)
+                x = checkpoint(self.block, x, layer, microbatch, use_reentrant=False)
             else:
-                x = self.block(x, layer)
+                x = self.block(x, layer, microbatch)
         if not self.last:
             return x
         h = tensor.enter(rms_norm(x, p["final_norm"]), tp, self.sp)
-        losses = tensor.VocabParallelCrossEntropy.apply(h @ p["head"], targets,
-                                                        self.vocab_start, tp)
+        losses = tensor.vocab_parallel_loss(h @ p["head"], targets, self.vocab_start, tp)
         return losses.sum() * scale
 
-    def block(self, x: torch.Tensor, layer: int) -> torch.Tensor:
+    def block(self, x: torch.Tensor, layer: int, microbatch: int = 0) -> torch.Tensor:
         x = x + self.attention(rms_norm(x, self.params[f"layers.{layer}.attn_norm"]), layer)
-        return x + self.mlp(rms_norm(x, self.params[f"layers.{layer}.mlp_norm"]), layer)
+        return x + self.mlp(rms_norm(x, self.params[f"layers.{layer}.mlp_norm"]), layer,
+                            microbatch)
 
     def attention(self, h: torch.Tensor, layer: int) -> torch.Tensor:
         w = lambda name: self.params[f"layers.{layer}.{name}"]  # noqa: E731
@@ -107,13 +114,16 @@ class StageModel:
                                  flash=self.recompute == "selective")
         return tensor.leave(core.reshape(n, -1) @ w("wo"), tp, self.sp)
 
-    def mlp(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+    def mlp(self, h: torch.Tensor, layer: int, microbatch: int = 0) -> torch.Tensor:
         w = lambda name: self.params[f"layers.{layer}.{name}"]  # noqa: E731
         tp = self.groups["tp"]
         if self.shape.moe:
-            return expert.moe(h, {"router": w("router"), "w1": w("experts.w1"),
-                                  "w3": w("experts.w3"), "w2": w("experts.w2")},
-                              self.groups, self.shape.top_k, self.sp)
+            out, aux = expert.moe(h, {"router": w("router"), "w1": w("experts.w1"),
+                                      "w3": w("experts.w3"), "w2": w("experts.w2")},
+                                  self.groups, self.shape.top_k, self.sp, self.aux_weight)
+            if aux is not None:      # full recomputation runs the block again: same key, value
+                self.aux[(microbatch, layer)] = float(aux)
+            return out
         h = tensor.enter(h, tp, self.sp)
         return tensor.leave(expert.swiglu(h, w("w1"), w("w3"), w("w2")), tp, self.sp)
 

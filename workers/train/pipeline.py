@@ -45,7 +45,7 @@ def run(model, order, batch, scale: float, before_last_backward) -> float:
                 x = recv(model.activation_shape, model.dtype, g.pp_prev_rank, pp, "recv")
                 x.requires_grad_(True)
             with REC.span("compute", "F"):
-                out = model.forward(x, batch[i][1] if model.last else None, scale)
+                out = model.forward(x, batch[i][1] if model.last else None, scale, i)
             if model.last:
                 loss += float(out.detach())
             else:

@@ -19,64 +19,32 @@ rank already).
 The vocab-parallel loss never gathers the logits: three all-reduces of one number per token —
 the row maximum, the target's logit and the sum of exponentials (Megatron-LM's
 ``_VocabParallelCrossEntropy``).
+
+The operators themselves (:class:`workers.tp_ops.Conjugate`, a forward and its conjugate
+backward, and the vocab-parallel cross-entropy) are written once in workers/tp_ops.py, shared
+with /tensor-parallel's worker; here they run over the tp group through comm.py.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
+from workers.tp_ops import Conjugate, VocabParallelCrossEntropy, same
 from workers.train import comm
 
 
-class CopyToTP(torch.autograd.Function):
-    """f: identity forward, all-reduce backward (the input's gradient is partial per rank)."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return comm.all_reduce(grad, ctx.group), None
+def _all_reduce(group):
+    return partial(comm.all_reduce, group=group)
 
 
-class ReduceFromTP(torch.autograd.Function):
-    """g: all-reduce forward (sum the partial outputs), identity backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        return comm.all_reduce(x, group)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
+def _all_gather(group):
+    return partial(comm.all_gather, dim=0, group=group)
 
 
-class GatherSeq(torch.autograd.Function):
-    """SP's entry: all-gather the token shards, reduce-scatter the gradient back."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return comm.all_gather(x, 0, group)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return comm.reduce_scatter(grad, 0, ctx.group), None
-
-
-class ScatterSeq(torch.autograd.Function):
-    """SP's exit: reduce-scatter the partial outputs into token shards, all-gather backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return comm.reduce_scatter(x, 0, group)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return comm.all_gather(grad, 0, ctx.group), None
+def _reduce_scatter(group):
+    return partial(comm.reduce_scatter, dim=0, group=group)
 
 
 class GatherTokens(torch.autograd.Function):
@@ -95,21 +63,28 @@ class GatherTokens(torch.autograd.Function):
 
 
 def enter(x: torch.Tensor, group, sp: bool) -> torch.Tensor:
-    """Into a tensor-parallel block: the whole (gathered) input, with the right backward."""
+    """Into a tensor-parallel block: the whole (gathered) input, with the right backward —
+    f (identity, all-reduce backward), or with SP the all-gather (reduce-scatter backward)."""
     if group.size == 1:
         return x
-    return GatherSeq.apply(x, group) if sp else CopyToTP.apply(x, group)
+    if sp:
+        return Conjugate.apply(x, _all_gather(group), _reduce_scatter(group))
+    return Conjugate.apply(x, same, _all_reduce(group))
 
 
 def leave(x: torch.Tensor, group, sp: bool) -> torch.Tensor:
-    """Out of a tensor-parallel block: the partial sums reduced (and, with SP, scattered)."""
+    """Out of a tensor-parallel block: the partial sums reduced — g (all-reduce, identity
+    backward), or with SP reduce-scattered into token shards (all-gather backward)."""
     if group.size == 1:
         return x
-    return ScatterSeq.apply(x, group) if sp else ReduceFromTP.apply(x, group)
+    if sp:
+        return Conjugate.apply(x, _reduce_scatter(group), _all_gather(group))
+    return Conjugate.apply(x, _all_reduce(group), same)
 
 
 def copy_to(x: torch.Tensor, group) -> torch.Tensor:
-    return x if group.size == 1 else CopyToTP.apply(x, group)
+    """f alone: identity forward, all-reduce of the (partial) gradient backward."""
+    return x if group.size == 1 else Conjugate.apply(x, same, _all_reduce(group))
 
 
 def vocab_embedding(ids: torch.Tensor, table: torch.Tensor, vocab_start: int, group,
@@ -120,31 +95,12 @@ def vocab_embedding(ids: torch.Tensor, table: torch.Tensor, vocab_start: int, gr
     rows = table.shape[0]
     outside = (ids < vocab_start) | (ids >= vocab_start + rows)
     local = (ids - vocab_start).clamp(0, rows - 1)
-    partial = torch.nn.functional.embedding(local, table) * (~outside)[:, None]
-    return leave(partial, group, sp)
+    looked_up = torch.nn.functional.embedding(local, table) * (~outside)[:, None]
+    return leave(looked_up, group, sp)
 
 
-class VocabParallelCrossEntropy(torch.autograd.Function):
-    """Per-token loss from this rank's V/tp logit columns: log Σ exp − target logit."""
-
-    @staticmethod
-    def forward(ctx, logits, targets, vocab_start, group):
-        n, per = logits.shape
-        row_max = comm.all_reduce(logits.max(dim=1).values, group, op="max")
-        shifted = logits - row_max[:, None]
-        mine = (targets >= vocab_start) & (targets < vocab_start + per)
-        local = (targets - vocab_start).clamp(0, per - 1)
-        target = torch.where(mine, shifted[torch.arange(n), local], 0.0)
-        target = comm.all_reduce(target, group)
-        exp = shifted.exp()
-        sum_exp = comm.all_reduce(exp.sum(dim=1), group)
-        ctx.save_for_backward(exp / sum_exp[:, None], mine, local)
-        return sum_exp.log() - target
-
-    @staticmethod
-    def backward(ctx, grad):
-        softmax, mine, local = ctx.saved_tensors
-        d = softmax.clone()
-        rows = torch.nonzero(mine).flatten()
-        d[rows, local[rows]] -= 1.0
-        return d * grad[:, None], None, None, None
+def vocab_parallel_loss(logits: torch.Tensor, targets: torch.Tensor, vocab_start: int,
+                        group) -> torch.Tensor:
+    """Per-token cross-entropy from this rank's V/tp logit columns, reduced over ``group``."""
+    return VocabParallelCrossEntropy.apply(
+        logits, targets, vocab_start, lambda x, op: comm.all_reduce(x, group, op=op))

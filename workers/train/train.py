@@ -10,8 +10,10 @@ rank: measures the machine (calibrate.py), builds its groups from the layout (gr
 ``--steps`` steps (loop.py) recording one step's every pass and message, and sends rank 0 its
 losses, timeline and final shards. Rank 0 then trains the same model on
 the same global batch in one process (every size 1: no torch.distributed call at all) and
-writes the report: both runs' losses, every tensor's largest difference once gathered back to
-full size, the replicas' agreement, the measured timeline and the calibration.
+writes the report: both runs' losses (and the MoE layers' load-balancing losses,
+``aux_losses`` and ``reference_aux_losses``: zeros unless ``--aux-loss-coeff``), every tensor's
+largest difference once gathered back to full size, the replicas' agreement, the measured
+timeline and the calibration.
 
 ``--suite FILE`` runs a JSON list of layouts (each a dict of this command's options) one after
 another in this one job: layout k runs on ranks 0 … world_k − 1 over groups made for it, the
@@ -74,7 +76,11 @@ def compare(p: TrainParams, runs: list[loop.Run], ref: loop.Run) -> dict:
                 "max_abs": float(np.abs(ref_full[n]).max())} for n in ref_full]
     rel_loss = max(abs(a - b) / abs(b) for a, b in zip(losses, ref.losses))
     rel_param = max(t["max_abs_diff"] / t["max_abs"] for t in tensors)
-    return {"losses": losses, "reference_losses": ref.losses, "norms": runs[0].norms,
+    aux = runs[0].aux_losses
+    rel_aux = max(abs(a - b) / abs(b) if b else abs(a) for a, b in zip(aux, ref.aux_losses))
+    return {"losses": losses, "reference_losses": ref.losses, "aux_losses": aux,
+            "reference_aux_losses": ref.aux_losses, "max_rel_aux_loss_diff": rel_aux,
+            "norms": runs[0].norms,
             "reference_norms": ref.norms, "tensors": tensors,
             "max_rel_loss_diff": rel_loss, "max_rel_param_diff": rel_param,
             "replica_spread": loop.replica_spread(shape, [r.shards for r in runs]),

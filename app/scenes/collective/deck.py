@@ -316,12 +316,15 @@ def _merge(trace, k: int, where, origin, columns, row_y, cell_x, cell_y, cell_w,
            palette) -> MergedCells:
     """The cells at (rank, column) ``where`` of frame ``k``, grouped as deck_svg draws them:
     the same rectangles, fills and flights as :func:`build_deck`'s ``cell`` and ``_fly``."""
-    filled, sources = trace.filled, trace.sources
     groups: dict[tuple, list[str]] = {}
     flights: dict[tuple, float] = {}
-    for r, c in where:
-        start = columns[c][1]
-        if not filled[k, r, start]:
+    # each cell's first element, read from the frame's arrays at once
+    rows = [r for r, _ in where]
+    starts = [columns[c][1] for _, c in where]
+    is_filled = trace.filled[k][rows, starts].tolist()
+    masks = trace.sources[k][rows, starts].tolist()
+    for (r, c), full, mask in zip(where, is_filled, masks):
+        if not full:
             key = ("", 0, 0)
         else:
             fly = origin.get((r, c)) if origin is not None else None
@@ -334,7 +337,7 @@ def _merge(trace, k: int, where, origin, columns, row_y, cell_x, cell_y, cell_w,
                 dy = flights.get((fly[1], row_y[r]))
                 if dy is None:
                     dy = flights[(fly[1], row_y[r])] = round(fly[1] - row_y[r], 1)
-            key = (palette.fill(int(sources[k, r, start])), dx, dy)
+            key = (palette.fill(mask), dx, dy)
         w = cell_w[c]
         groups.setdefault(key, []).append(f"M{cell_x[c]} {cell_y[r]}h{w}v{cell_h}h-{w}z")
     return MergedCells(tuple((fill, dx, dy, "".join(parts))

@@ -41,7 +41,7 @@ def deck_markup(p: TensorParallelParams, frame: int, box: Box) -> Markup:
 
 
 def page_view(p: TensorParallelParams, trace, frame: int, box: Box = PAGE) -> dict:
-    return {"deck": deck_of(p, box), "deck_svg": deck_markup(p, frame, box),
+    return {"deck_title": deck_of(p, box).title, "deck_svg": deck_markup(p, frame, box),
             "block_title": BLOCK_TITLES[p.block],
             "torchrun": torchrun_line(CHECK, p), **tp_panels.panels(p, trace)}
 

@@ -66,7 +66,9 @@ def compare(params, trace, report: dict) -> Verdict:
     param_diff = max(t["max_abs_diff"] / t["max_abs"] if t["max_abs"] else t["max_abs_diff"]
                      for t in report["tensors"])
     spread = float(report.get("replica_spread", 0.0))
-    passed = loss_diff <= tol and param_diff <= tol and spread <= tol
+    aux = getattr(params, "aux_loss_coeff", 0.0) > 0 and params.moe
+    aux_diff = float(report.get("max_rel_aux_loss_diff", 0.0)) if aux else 0.0
+    passed = loss_diff <= tol and param_diff <= tol and spread <= tol and aux_diff <= tol
     world = report["world"]
     split, rows = measured(report, world)
     machine = report.get("calibration", {})
@@ -76,7 +78,9 @@ def compare(params, trace, report: dict) -> Verdict:
     nodes = report.get("nodes", 1)
     detail = (f"{params.steps} step{'s' if params.steps > 1 else ''} of {world} ranks"
               f"{f' on {nodes} launchers' if nodes > 1 else ''} against one process, "
-              f"{params.dtype}: losses agree to {loss_diff:.1e} relative, the final "
+              f"{params.dtype}: losses agree to {loss_diff:.1e} relative"
+              + (f" (the load-balancing loss to {aux_diff:.1e})" if aux else "") +
+              f", the final "
               f"parameters (gathered to full tensors) to {param_diff:.1e} "
               f"(tolerance {tol:g}); replicas of a tensor differ by at most {spread:.1e}. "
               f"Measured step {split['step_s'] * 1e3:.3g} ms; the cost model with this "
@@ -88,6 +92,10 @@ def compare(params, trace, report: dict) -> Verdict:
              "header": ["step", "loss (layout)", "loss (one process)", "relative difference"],
              "rows": [[k + 1, f"{a:.12f}", f"{b:.12f}", f"{abs(a - b) / abs(b):.1e}"]
                       for k, (a, b) in enumerate(zip(losses, reference))]}
+    if aux:
+        table["header"] += ["load-balancing loss (layout)", "(one process)"]
+        for row, a, b in zip(table["rows"], report["aux_losses"], report["reference_aux_losses"]):
+            row += [f"{a:.12f}", f"{b:.12f}"]
     split_rows = [[name, *(f"{part[k] * 1e3:.3g} ms" for k in SPLIT)]
                   for name, part in (("measured", split), ("predicted, this machine", predicted),
                                      ("predicted, page's machine", trace.predicted),
@@ -106,7 +114,10 @@ def compare(params, trace, report: dict) -> Verdict:
               "replica_spread": spread, "measured": split, "measured_per_rank": rows,
               "predicted": predicted, "predicted_page": trace.predicted,
               "predicted_gpu": trace.gpu_split, "calibration": machine,
-              "measured_over_predicted": ratio, "nodes": nodes}
+              "measured_over_predicted": ratio, "nodes": nodes,
+              **({"aux_losses": report["aux_losses"],
+                  "reference_aux_losses": report["reference_aux_losses"],
+                  "max_rel_aux_loss_diff": aux_diff} if aux else {})}
     return Verdict(passed, float(f"{max(loss_diff, param_diff):.3g}"), detail, {
         "table": table, "notes": [n for n in notes if n],
         "tables": [{"caption": "One step, measured and predicted (mean over the ranks)",

@@ -26,7 +26,9 @@ writes the markup.
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from app.draw.box import Box
 from app.draw.layout import Spots, heading, legend_rows, text_box
@@ -57,8 +59,8 @@ BLOCK_MIN = 9.0
 and its frame scales it)."""
 
 
-@dataclass(frozen=True)
-class Rect:
+class Rect(NamedTuple):
+    """A pass, a message or a gap on a rank's row (a tuple: a step makes thousands)."""
     x: float
     y: float
     w: float
@@ -199,25 +201,46 @@ def _fill(e: dict, m: int) -> str:
     return pass_fill(e["kind"], e.get("microbatch", 0), m)
 
 
-def _rect(e: dict, row: RankRow, axis: TimeAxis, m: int) -> Rect:
-    x0, x1 = axis.x(e["start_s"]), axis.x(e["start_s"] + e["dur_s"])
-    if e["lane"] == "compute":
-        y, h = row.compute_y, row.compute_h
-    else:
-        _, y, h = next(lane for lane in row.lanes if lane[0] in (e["lane"], "comm"))
-    return Rect(round(x0, 2), y, round(max(x1 - x0, 0.7), 2), h, _fill(e, m))
+def _places(row: RankRow) -> dict[str, tuple[float, float]]:
+    """(y, height) on ``row`` of compute and of each lane of messages ("comm": all of them)."""
+    return {"compute": (row.compute_y, row.compute_h), **{lane: (y, h) for lane, y, h in row.lanes}}
+
+
+def _rects(events, rows: tuple[RankRow, ...], axis: TimeAxis, m: int) -> list[Rect]:
+    """Each event's rect on its rank's row. The ranks of a stage share one timeline
+    (app.sim.train.program), so an event's x, width and fill are worked out once for all the
+    ranks that have it."""
+    places = [_places(row) for row in rows]
+    across: dict[tuple, tuple[float, float, str]] = {}
+    out = []
+    for e in events:
+        key = (e["start_s"], e["dur_s"], e["lane"], e["kind"], e.get("microbatch", 0))
+        x = across.get(key)
+        if x is None:
+            x0, x1 = axis.x(e["start_s"]), axis.x(e["start_s"] + e["dur_s"])
+            x = across[key] = (round(x0, 2), round(max(x1 - x0, 0.7), 2), _fill(e, m))
+        mine = places[e["rank"]]
+        y, h = mine.get(e["lane"]) or mine["comm"]
+        out.append(Rect(x[0], y, x[1], h, x[2]))
+    return out
+
+
+BY_ROW = itemgetter(1, 4, 0)
+"""A rect's (y, fill, x): by row, then colour, then left to right."""
 
 
 def _merged(rects: list[Rect]) -> list[Rect]:
     """Neighbouring rects of one row and colour that touch within a unit, as one."""
     out: list[Rect] = []
-    for r in sorted(rects, key=lambda r: (r.y, r.fill, r.x)):
-        last = out[-1] if out else None
+    last = None
+    for r in sorted(rects, key=BY_ROW):
         if last and last.y == r.y and last.fill == r.fill and r.x - (last.x + last.w) <= 1.0:
-            out[-1] = Rect(last.x, last.y, round(max(last.w, r.x + r.w - last.x), 2), last.h,
-                           last.fill)
+            if r.x + r.w - last.x > last.w:
+                last = out[-1] = Rect(last.x, last.y, round(r.x + r.w - last.x, 2), last.h,
+                                      last.fill)
         else:
             out.append(r)
+            last = r
     return out
 
 
@@ -235,8 +258,13 @@ def _gaps(rank_events: list[dict], step_s: float) -> tuple[list, list]:
     if t < step_s:
         idle.append((t, step_s))
     exposed, bubble = [], []
+    near, k = [], 0     # the messages that may cut this stretch or a later one, by start
     for a, b in idle:
-        cuts = [(max(a, c0), min(b, c1)) for c0, c1 in comm if c1 > a and c0 < b]
+        while k < len(comm) and comm[k][0] < b:
+            near.append(comm[k])
+            k += 1
+        near = [c for c in near if c[1] > a]        # ended before a: before every later one
+        cuts = [(max(a, c0), min(b, c1)) for c0, c1 in near if c0 < b]
         t = a
         for c0, c1 in cuts:
             if c0 > t:
@@ -281,15 +309,25 @@ def build_deck(trace, box: Box, upto: int | None = None) -> Deck:
     bottom = round(rows_top + b.h * p.world, 1)
 
     times = [f.time_s for f in trace.frames]
-    by_frame: list[list[dict]] = [[] for _ in trace.frames]
-    for e in trace.events:
-        by_frame[_frame_of(e["start_s"], times)].append(e)
+    by_frame: list[list[int]] = [[] for _ in trace.frames]
+    frame_at: dict[float, int] = {}                     # a stage's ranks start alike
+    for i, e in enumerate(trace.events):
+        t = e["start_s"]
+        k = frame_at.get(t)
+        if k is None:
+            k = frame_at[t] = _frame_of(t, times)
+        by_frame[k].append(i)
+    drawn = _rects(trace.events, rows, axis, m)
     marks: list[tuple[list, list]] = [([], []) for _ in trace.frames]
     per_rank: list[list[dict]] = [[] for _ in range(p.world)]
     for e in trace.events:
         per_rank[e["rank"]].append(e)
-    for r, mine in enumerate(per_rank):
-        exposed, bubble = _gaps(mine, step_s)
+    gaps = {}
+    for ranks in trace.alike:                           # a stage's ranks idle alike
+        exposed_bubble = _gaps(per_rank[ranks[0]], step_s)
+        gaps.update((r, exposed_bubble) for r in ranks)
+    for r in range(p.world):
+        exposed, bubble = gaps[r]
         row = rows[r]
         for which, spans in ((0, exposed), (1, bubble)):
             for a, z in spans:
@@ -299,8 +337,9 @@ def build_deck(trace, box: Box, upto: int | None = None) -> Deck:
                         Rect(round(x0, 2), row.compute_y, round(x1 - x0, 2), row.compute_h, ""))
     frames = []
     for f, header in zip(frames_in, headers):
-        events = by_frame[f.step] if f.step else []
-        rects = _merged([_rect(e, rows[e["rank"]], axis, m) for e in events])
+        mine = by_frame[f.step] if f.step else []
+        events = [trace.events[i] for i in mine]
+        rects = _merged([drawn[i] for i in mine])
         frames.append(FrameView(f.step, header, f.unit, round(axis.x(f.time_s), 1),
                                 tuple(rects), _labels(events, rows, axis, small),
                                 tuple(marks[f.step][1]) if f.step else (),
@@ -309,7 +348,7 @@ def build_deck(trace, box: Box, upto: int | None = None) -> Deck:
     ticks = tuple((round(axis.x(t), 1), human_time_us(t * 1e6))
                   for t in linear_ticks(0, step_s, count) if t <= step_s * 1.0001)
     ghost: dict[str, list[Rect]] = {}
-    for r in _merged([_rect(e, rows[e["rank"]], axis, m) for e in trace.events]):
+    for r in _merged(drawn):
         ghost.setdefault(r.fill, []).append(r)
     placed = tuple((kind, fill, t, x, y) for (kind, fill, t), (x, y) in zip(items, legend.at))
     return Deck(width, height, box, title, top.title, (top.header_x, top.header_y, area.head),

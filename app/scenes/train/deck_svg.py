@@ -24,7 +24,7 @@ PATTERNS = ('<pattern id="tr-bubble-hatch" width="8" height="8" patternUnits="us
 
 
 def _path(rects) -> str:
-    return "".join(f"M{r.x:.2f} {r.y:.1f}h{r.w:.2f}v{r.h:.1f}h{-r.w:.2f}z" for r in rects)
+    return "".join(f"M{x:.2f} {y:.1f}h{w:.2f}v{h:.1f}h{-w:.2f}z" for x, y, w, h, _ in rects)
 
 
 def _filled(rects: tuple[Rect, ...], cls: str = "") -> list[str]:

@@ -68,15 +68,23 @@ class StepCosts:
 def step_costs(schedule: Schedule, links: Links) -> StepCosts:
     messages = np.zeros((len(schedule.steps), schedule.world))
     us_per_byte = np.zeros_like(messages)
+    # 1 GB/s moves 10³ bytes per microsecond; a schedule uses the same few links step after
+    # step, so each link's rate is looked up once
+    us_per_element: dict[tuple[int, int], float] = {}
     for s, step in enumerate(schedule.steps):
         pairs: dict[tuple[int, int], int] = {}
         for m in step.moves:
-            if not m.local:
-                pairs[(m.src, m.dst)] = pairs.get((m.src, m.dst), 0) + m.length
-        for (src, dst), elements in pairs.items():
-            messages[s, src] += 1
-            # 1 GB/s moves 10³ bytes per microsecond
-            us_per_byte[s, src] += elements / schedule.count / (links.gbs(src, dst) * 1e3)
+            if m.src != m.dst:  # not a copy inside a rank (Move.local)
+                pair = (m.src, m.dst)
+                pairs[pair] = pairs.get(pair, 0) + m.length
+        messages_s, us_s = messages[s], us_per_byte[s]
+        for pair, elements in pairs.items():
+            per = us_per_element.get(pair)
+            if per is None:
+                per = us_per_element[pair] = links.gbs(*pair) * 1e3
+            src = pair[0]
+            messages_s[src] += 1
+            us_s[src] += elements / schedule.count / per
     return StepCosts(messages, us_per_byte)
 
 

@@ -175,24 +175,75 @@ def execute(schedule: Schedule, inputs: tuple[np.ndarray, ...]):
     all_sources = np.empty((steps + 1, n, length), dtype=np.uint64)
     all_values[0], all_filled[0], all_sources[0] = values, filled, sources
     for k, step in enumerate(schedule.steps):
-        values, filled, sources = all_values[k], all_filled[k], all_sources[k]
-        new_values, new_filled, new_sources = all_values[k + 1], all_filled[k + 1], \
-            all_sources[k + 1]
-        new_values[...] = values
-        new_filled[...] = filled
-        new_sources[...] = sources
-        for m in step.moves:
-            src = slice(m.src_lo, m.src_lo + m.length)
-            dst = slice(m.dst_lo, m.dst_lo + m.length)
-            if m.reduce:
-                new_values[m.dst, dst] += values[m.src, src]
-                new_sources[m.dst, dst] |= sources[m.src, src]
-                new_filled[m.dst, dst] |= filled[m.src, src]
-            else:
-                new_values[m.dst, dst] = values[m.src, src]
-                new_sources[m.dst, dst] = sources[m.src, src]
-                new_filled[m.dst, dst] = filled[m.src, src]
+        new = all_values[k + 1], all_filled[k + 1], all_sources[k + 1]
+        old = all_values[k], all_filled[k], all_sources[k]
+        for a, b in zip(new, old):
+            a[...] = b
+        if not _apply_step(step.moves, old, new, length):
+            _apply_moves(step.moves, old, new)
     return tuple(readonly(a) for a in (all_values, all_filled, all_sources))
+
+
+def _apply_moves(moves, old, new) -> None:
+    """A step's moves one after another, each reading the buffers before the step."""
+    values, filled, sources = old
+    new_values, new_filled, new_sources = new
+    for m in moves:
+        src = slice(m.src_lo, m.src_lo + m.length)
+        dst = slice(m.dst_lo, m.dst_lo + m.length)
+        if m.reduce:
+            new_values[m.dst, dst] += values[m.src, src]
+            new_sources[m.dst, dst] |= sources[m.src, src]
+            new_filled[m.dst, dst] |= filled[m.src, src]
+        else:
+            new_values[m.dst, dst] = values[m.src, src]
+            new_sources[m.dst, dst] = sources[m.src, src]
+            new_filled[m.dst, dst] = filled[m.src, src]
+
+
+FEW_MOVES = 8
+"""Below this many moves a step is run move by move: the flat indices cost as much to build."""
+
+
+def _apply_step(moves, old, new, length: int) -> bool:
+    """The same as :func:`_apply_moves`, all moves of the step at once on flat element indices
+    (a ring of 64 ranks has 64 moves a step: a few array operations instead of six a move).
+    Exact: each element of a step is written at most once, or only added to, and
+    ``np.add.at`` adds repeated indices in the order given, the moves' order. Returns False,
+    having done nothing, for a step it cannot do so (moves of both kinds, or two copies into
+    one element) or a step of a few moves (the loop is as quick)."""
+    if len(moves) < FEW_MOVES:
+        return not moves
+    reduce = moves[0].reduce
+    if any(m.reduce != reduce for m in moves):
+        return False
+    lengths = np.fromiter((m.length for m in moves), dtype=np.intp, count=len(moves))
+    src_start = np.fromiter((m.src * length + m.src_lo for m in moves), dtype=np.intp,
+                            count=len(moves))
+    dst_start = np.fromiter((m.dst * length + m.dst_lo for m in moves), dtype=np.intp,
+                            count=len(moves))
+    # element i of move j: start_j + i, for i < length_j, moves in order
+    within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    src = np.repeat(src_start, lengths) + within
+    dst = np.repeat(dst_start, lengths) + within
+    once = len(np.unique(dst)) == len(dst)
+    if not reduce and not once:
+        return False
+    (values, filled, sources), (new_values, new_filled, new_sources) = (
+        [a.reshape(-1) for a in arrays] for arrays in (old, new))
+    if reduce and not once:
+        np.add.at(new_values, dst, values[src])
+        np.bitwise_or.at(new_sources, dst, sources[src])
+        np.logical_or.at(new_filled, dst, filled[src])
+    elif reduce:
+        new_values[dst] += values[src]
+        new_sources[dst] |= sources[src]
+        new_filled[dst] |= filled[src]
+    else:
+        new_values[dst] = values[src]
+        new_sources[dst] = sources[src]
+        new_filled[dst] = filled[src]
+    return True
 
 
 def outputs_of(schedule: Schedule, final_values: np.ndarray) -> tuple[np.ndarray | None, ...]:

@@ -14,38 +14,17 @@ from typing import Annotated, ClassVar
 from pydantic import Field, model_validator
 
 from app.catalog.models import PRESETS
-from app.param_groups import (GpusPerNodeField, InfinibandField, MicroBatchField, NvlinkField,
-                              PresetField, SeqField)
-from app.params import Control, Dp, Invalid, Microbatches, Pp, Renamed, SceneParams, Tp
-
-AXES: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
-"""The five parallel axes (Megatron-LM's names)."""
+from app.param_groups import (AXES, GpusPerNodeField, InfinibandField, LayoutGroup,
+                              MicroBatchField, NvlinkField, PresetField, SeqField, size_slider)
+from app.params import Control, Invalid, Microbatches, Renamed
 
 MAX_WORLD = 4096
 """Bound on tp·cp·dp·pp for the page: 4096 ranks keep every group list (5 × 4096 numbers) and
 the per-rank table small enough to answer well under half a second."""
 
-Cp = Annotated[int, Field(ge=1, le=64, description="context-parallel size (splits the sequence)")]
-Ep = Annotated[int, Field(ge=1, le=256, description="expert-parallel size (carved out of dp·cp)")]
 Experts = Annotated[int, Field(ge=1, le=256,
                                description="experts per MoE layer (1: a dense model)")]
 TopK = Annotated[int, Field(ge=1, le=8, description="experts each token is routed to")]
-Order = Annotated[str, Field(min_length=14, max_length=14, pattern=r"^[a-z]{2}(-[a-z]{2}){4}$",
-                             description="the five axes tp, cp, ep, dp, pp joined by '-', "
-                                         "fastest-varying first")]
-
-
-def powers_of_two(high: int) -> tuple[int, ...]:
-    """1, 2, 4, … up to ``high`` (and ``high`` itself): the stops of a size slider."""
-    stops = tuple(2 ** k for k in range(0, 21) if 2 ** k <= high)
-    return stops if stops[-1] == high else (*stops, high)
-
-
-def _size(label: str, size_type, help: str) -> Control:
-    """A size slider over the powers of two up to the type's own upper bound (a range is
-    written once: in the type)."""
-    high = next(m.le for m in size_type.__metadata__[0].metadata if getattr(m, "le", None))
-    return Control(label, kind="values", values=powers_of_two(high), help=help)
 
 
 RENAMED = Renamed({"model": "preset"})
@@ -53,39 +32,21 @@ RENAMED = Renamed({"model": "preset"})
 ``preset``."""
 
 
-class ParallelismParams(SceneParams):
-    """The five sizes and the rank order, the nodes, and the model whose traffic is counted
-    (preset, seq, micro_batch of the model shape group; the network group's links, without α:
-    the panel counts bytes and their time at link speed)."""
+class ParallelismParams(LayoutGroup):
+    """The five sizes and the rank order (the layout group), the nodes, and the model whose
+    traffic is counted (preset, seq, micro_batch of the model shape group; the network group's
+    links, without α: the panel counts bytes and their time at link speed)."""
 
     renamed: ClassVar[Renamed] = RENAMED
+    max_world: ClassVar[int] = MAX_WORLD
 
-    # tensor-parallel size: splits every weight matrix
-    tp: Annotated[Tp, _size("Tensor parallel tp", Tp, "Splits every weight matrix.")] = 2
-    # context-parallel size: splits the sequence
-    cp: Annotated[Cp, _size("Context parallel cp", Cp, "Splits the sequence.")] = 1
-    # data-parallel size (replicas, CP ranks not counted)
-    dp: Annotated[Dp, _size("Data parallel dp", Dp, "Replicas. World = tp·cp·dp·pp ≤ "
-                                                 f"{MAX_WORLD:,}.")] = 2
-    # pipeline stages: splits the layers
-    pp: Annotated[Pp, _size("Pipeline stages pp", Pp, "Splits the layers.")] = 2
-    # expert-parallel size, carved out of dp·cp
-    ep: Annotated[Ep, _size("Expert parallel ep", Ep, "Carved out of dp·cp (must divide it and "
-                                                 "the experts).")] = 2
     # GPUs in one node: ranks r // gpus_per_node share a node
     gpus_per_node: GpusPerNodeField = 4
-    # Megatron-LM's rank order, fastest-varying axis first
-    order: Annotated[Order, Control(
-        "Order (fastest first)", kind="text",
-        options=("tp-cp-ep-dp-pp", "tp-cp-pp-ep-dp", "cp-tp-ep-dp-pp", "dp-cp-ep-tp-pp",
-                 "pp-tp-cp-ep-dp", "pp-dp-ep-cp-tp"),
-        help="tp, cp, ep, dp and pp once each, joined by “-”. Megatron-LM's default "
-             "tp-cp-ep-dp-pp keeps consecutive ranks in one TP group.")] = "tp-cp-ep-dp-pp"
     # the model whose traffic the panel counts
     preset: PresetField = "llama3-8b"
     # experts per MoE layer (each the preset's MLP); 1: dense
-    experts: Annotated[Experts, _size("Experts per MoE layer", Experts, "1: a dense model (no EP "
-                                                                      "traffic).")] = 8
+    experts: Annotated[Experts, size_slider("Experts per MoE layer", Experts,
+                                            "1: a dense model (no EP traffic).")] = 8
     # experts per token: what the EP all-to-all carries
     top_k: Annotated[TopK, Control("Top-k", help="Experts each token goes to.")] = 2
     # tokens of one sequence
@@ -102,10 +63,6 @@ class ParallelismParams(SceneParams):
     intra_node_gbs: NvlinkField = 450.0
     # InfiniBand per GPU (400 Gb/s ≈ 50 GB/s)
     inter_node_gbs: InfinibandField = 50.0
-
-    @property
-    def world(self) -> int:
-        return self.tp * self.cp * self.dp * self.pp
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.param_groups import AXES
 from app.sim.parallelism.ddp_script import DdpStep
 from app.sim.parallelism.ddp_script import steps as ddp_steps
 from app.sim.parallelism.layout import GROUP_KINDS, Layout
@@ -116,7 +117,7 @@ def frames(params, layout: Layout, fs, orders, why: str, run: Launch) -> tuple[M
                     f"their {axis} coordinate.")
         captions.append(("groups", text, axis))
     # 3. nodes
-    crossing = [k for k in ("tp", "cp", "ep", "dp", "pp") if layout.crosses_nodes(k)]
+    crossing = [k for k in AXES if layout.crosses_nodes(k)]
     captions.append(("nodes", f"{layout.nodes} node{'s' if layout.nodes > 1 else ''} of "
                               f"{min(layout.world, layout.gpus_per_node)} GPUs: rank r runs on "
                               f"node r // {layout.gpus_per_node}. "

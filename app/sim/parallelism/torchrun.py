@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.param_groups import AXES
 from app.sim.parallelism.layout import DENSE_AXES, Layout
 
 HEAD = "node0"
@@ -69,7 +70,7 @@ def processes(layout: Layout) -> tuple[Process, ...]:
 def command_lines(params, layout: Layout) -> tuple[str, ...]:
     """The torchrun line to type on each node, node 0 first."""
     n = nproc_per_node(layout)
-    args = " ".join(f"--{a} {getattr(params, a)}" for a in ("tp", "cp", "ep", "dp", "pp"))
+    args = " ".join(f"--{a} {getattr(params, a)}" for a in AXES)
     return tuple(f"torchrun --nnodes {layout.nodes} --nproc-per-node {n} --node-rank {k} "
                  f"--rdzv-backend c10d --rdzv-endpoint {HEAD}:{PORT} {SCRIPT} {args}"
                  for k in range(layout.nodes))

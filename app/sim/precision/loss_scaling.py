@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sim.precision.number_formats import FORMATS, fractions, fractions_per_row, round_to
+from app.sim.precision.number_formats import (FORMATS, fractions, fractions_per_row,
+                                              overflow_threshold, round_to)
 
 GROWTH_FACTOR, BACKOFF_FACTOR = 2.0, 0.5
 FP32_MAX = float(np.finfo(np.float32).max)
@@ -73,13 +74,14 @@ def dynamic_loss_scaling(gradients, init_scale: float,
     rounds past FP16's largest. The rule itself only needs those, step after step; how many
     values flush to zero or turn subnormal is then counted for every step at once."""
     fp16 = FORMATS["fp16"]
+    overflow = overflow_threshold(fp16)  # |x| from which FP16 rounds to inf
     grads = np.asarray(gradients, dtype=np.float64)
     largest = np.maximum(grads.max(axis=1), -grads.min(axis=1))   # max |g| per step
     scale, tracker = init_scale, 0
     rule = []
     for t, top in enumerate(largest.tolist(), start=1):
         max_scaled = top * scale                            # float64: exact up to rounding
-        found_inf = not np.isfinite(round_to([max_scaled], fp16)[0])
+        found_inf = not max_scaled < overflow  # round_to([max_scaled], fp16) is ±inf
         after, tracker = update_scale(scale, tracker, found_inf, growth_interval)
         rule.append((t, scale, max_scaled, found_inf, after, tracker))
         scale = after
@@ -116,8 +118,9 @@ def fp8_quantise(x: np.ndarray, fmt_key: str, scaling: str, margin: int) -> Fp8R
     fmt = FORMATS[fmt_key]
     amax = float(np.abs(x).max())
     scale = per_tensor_scale(amax, fmt_key, margin) if scaling == "per_tensor" else 1.0
-    q = round_to(x * scale, fmt)
-    share = fractions(x * scale, fmt)
+    scaled = x * scale
+    q = round_to(scaled, fmt)
+    share = fractions(scaled, fmt, q)
     kept = np.isfinite(q) & (q != 0) & (x != 0)
     error = (q[kept] / scale - x[kept]) / x[kept]
     rms = float(np.sqrt(np.mean(error ** 2))) if kept.any() else 0.0

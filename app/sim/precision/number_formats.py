@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import ml_dtypes
 import numpy as np
@@ -152,6 +153,24 @@ def round_to(values, fmt: Format) -> np.ndarray:
     return round_exact(values, fmt)
 
 
+@lru_cache(maxsize=None)
+def overflow_threshold(fmt: Format) -> float:
+    """The smallest float64 that rounds past ``fmt``'s largest finite value: rounding is
+    monotonic, so ``x`` overflows exactly when ``|x|`` ≥ this (a comparison in place of a
+    rounding, for a test made once a step). Found from :func:`round_exact` itself: the
+    midpoint between the largest value and the next power of the spacing there, or the float
+    after it where ties go to the even largest value (E4M3)."""
+    top = fmt.max
+    spacing = 2.0 ** (math.frexp(top)[1] - 1 - fmt.mantissa_bits)
+    midpoint = top + spacing / 2                     # exact in float64
+    for x in (midpoint, math.nextafter(midpoint, math.inf)):
+        if not np.isfinite(round_exact([x], fmt)[0]):
+            below = math.nextafter(x, 0.0)
+            assert np.isfinite(round_exact([below], fmt)[0]), (fmt.key, x)
+            return x
+    raise AssertionError(f"no overflow threshold found for {fmt.key}")
+
+
 def round_via_fp32(values, fmt: Format) -> np.ndarray:
     """What torch's casts give for float64 ``values``: rounded to FP32 first, then (exactly,
     from that FP32 value) to ``fmt`` — twice (see the module docstring)."""
@@ -245,11 +264,14 @@ def overflows(value: float, fmt: Format) -> bool:
     return not math.isfinite(float(round_to([value], fmt)[0]))
 
 
-def fractions(values: np.ndarray, fmt: Format) -> dict[str, float]:
+def fractions(values: np.ndarray, fmt: Format, rounded: np.ndarray | None = None
+              ) -> dict[str, float]:
     """Shares of non-zero ``values`` that round to 0 (underflow), to a subnormal, or past the
-    largest finite value (overflow) in ``fmt``."""
+    largest finite value (overflow) in ``fmt``; ``rounded``: ``round_to(values, fmt)`` where
+    the caller has it already."""
     values = np.asarray(values, dtype=np.float64)
-    rounded = round_to(values, fmt)
+    if rounded is None:
+        rounded = round_to(values, fmt)
     n = max(1, int(np.count_nonzero(values)))
     finite = np.isfinite(rounded)
     magnitude = np.abs(rounded)

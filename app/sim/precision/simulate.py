@@ -153,8 +153,19 @@ def _draws(steps: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return wander, z, signs
 
 
+def encodings_of(value: float) -> tuple[Encoded, ...]:
+    """``value`` encoded in every format (immutable, so kept: the gradients' sliders move
+    without changing the number typed in); −0.0 apart from 0.0, which compares equal."""
+    return _encodings(value, math.copysign(1.0, value))
+
+
+@lru_cache(maxsize=64)
+def _encodings(value: float, sign: float) -> tuple[Encoded, ...]:
+    return tuple(encode(value, FORMATS[k]) for k in KEYS)
+
+
 def simulate(p: PrecisionParams) -> PrecisionTrace:
-    encodings = tuple(encode(p.value, FORMATS[k]) for k in KEYS)
+    encodings = encodings_of(p.value)
     grads = make_gradients(p.steps, p.grad_center, p.grad_spread, p.seed)
     grads.flags.writeable = False
     first = grads[0]

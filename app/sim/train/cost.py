@@ -31,6 +31,7 @@ KERNELS = {
     "router": 12,           # logits, softmax, sort, gather, bincount, permutation
     "expert": 6,            # one expert's SwiGLU on its rows
     "moe_combine": 6,       # regroup, gates, index_add
+    "aux_loss": 8,          # counts to f, P summed, f·P, scale, and the attach's two ops
     "embed": 5,             # mask, clamp, lookup, multiply
     "head": 16,             # norm, head matmul, the three reductions and the loss
     "adamw": 9,             # per bucket: decay, two moments, sqrt, divide, update, copies

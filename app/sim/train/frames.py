@@ -16,10 +16,10 @@ from app.humanize import human_time_us
 MAX_FRAMES = 40
 """At most this many steps: beyond, every k-th pass start."""
 
-GROUP_WORDS = {"tp": "TP", "cp": "CP ring", "pp": "PP", "ep": "EP", "dp_cp": "DP", "edp":
+GROUP_WORDS = {"tp": "TP", "cp": "CP", "pp": "PP", "ep": "EP", "dp_cp": "DP", "edp":
                "expert DP", "world": "global norm"}
 OP_WORDS = {"all_reduce": "all-reduce", "all_gather": "all-gather",
-            "reduce_scatter": "reduce-scatter", "all_to_all": "all-to-all", "ring": "K/V send",
+            "reduce_scatter": "reduce-scatter", "all_to_all": "all-to-all", "ring": "ring K/V send",
             "send": "send"}
 PASS_WORDS = {"F": "forward", "B": "backward"}
 
@@ -74,10 +74,11 @@ def make_frames(p, events: list[dict], step_s: float, split: dict, intro: str) -
     for tt, k, s, m, rs in starts:                # each pass to the first moment at or after it
         groups[min(bisect.bisect_left(times, round(tt, 12)), len(times) - 1)].append(
             (k, s, m, rs))
+    running = _Running(events)
     for t, began in zip(times, groups):
         label = ", ".join(f"stage {s} {k}{m}" for k, s, m, _ in began[:3]) + \
             (" …" if len(began) > 3 else "")
-        frames.append(TrainFrame(len(frames), t, _caption(t, began, events, p.world),
+        frames.append(TrainFrame(len(frames), t, _caption(t, began, running.at(t), p.world),
                                  "passes", f"t = {_t(t)} of {_t(step_s)}", label))
     frames.append(TrainFrame(len(frames), optimizer, _optimizer_caption(p, optimizer),
                              "optimizer", f"t = {_t(optimizer)} of {_t(step_s)}: optimizer"))
@@ -93,7 +94,26 @@ def make_frames(p, events: list[dict], step_s: float, split: dict, intro: str) -
     return tuple(frames)
 
 
-def _caption(t: float, began, events: list[dict], world: int) -> str:
+class _Running:
+    """The events running at times asked in increasing order (started by then, not yet
+    ended), in the events' order: one sweep over the events, sorted by start, for all of a
+    step's frames."""
+
+    def __init__(self, events: list[dict]):
+        self.events, self.next, self.running = events, 0, []
+
+    def at(self, t: float) -> list[dict]:
+        events, i = self.events, self.next
+        while i < len(events) and events[i]["start_s"] - 1e-15 <= t:
+            self.running.append(events[i])
+            i += 1
+        self.next = i
+        self.running = [e for e in self.running if t < e["start_s"] + e["dur_s"]]
+        return self.running
+
+
+def _caption(t: float, began, running: list[dict], world: int) -> str:
+    """What began at ``t``, what is in flight then by kind of group, and who waits."""
     parts = []
     for kind, stage, mb, ranks in began[:3]:
         parts.append(f"stage {stage} ({_ranks(ranks)}) starts the {PASS_WORDS[kind]} of "
@@ -103,13 +123,12 @@ def _caption(t: float, began, events: list[dict], world: int) -> str:
     text = f"t = {_t(t)}: " + "; ".join(parts) + "."
     flying: dict[str, set[int]] = {}
     busy: set[int] = set()
-    for e in events:
-        if e["start_s"] - 1e-15 <= t < e["start_s"] + e["dur_s"]:
-            busy.add(e["rank"])
-            if e["lane"] != "compute":
-                word = f"{GROUP_WORDS.get(e.get('group', ''), e['lane'].upper())} " \
-                       f"{OP_WORDS.get(e['kind'], e['kind'])}"
-                flying.setdefault(word, set()).add(e["rank"])
+    for e in running:
+        busy.add(e["rank"])
+        if e["lane"] != "compute":
+            word = f"{GROUP_WORDS.get(e.get('group', ''), e['lane'].upper())} " \
+                   f"{OP_WORDS.get(e['kind'], e['kind'])}"
+            flying.setdefault(word, set()).add(e["rank"])
     if flying:
         text += " In flight: " + ", ".join(f"{w} ({_ranks(list(rs))})"
                                            for w, rs in list(flying.items())[:3]) + "."

@@ -12,14 +12,13 @@ kv_heads, ffn and vocab; pp divides layers; zigzag CP needs 2·cp to divide seq.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from app.params import (
     AlphaUs,
     Control,
-    Dp,
     Ffn,
     Heads,
     Hidden,
@@ -28,28 +27,19 @@ from app.params import (
     Layers,
     LearningRate,
     Microbatches,
-    Pp,
     Recompute,
-    SceneParams,
     Seed,
     Seq,
     Steps,
-    Tp,
     Vocab,
     WeightDecay,
     ZeroStage,
     divisors_near,
     suggest,
 )
-from app.sim.parallelism.params import (
-    Cp,
-    Ep,
-    Experts,
-    Order,
-    ParallelismParams,
-    TopK,
-    powers_of_two,
-)
+from app.param_groups import GROUPS, LAYOUT, LayoutGroup
+from app.sim.moe.params import LossCoeff
+from app.sim.parallelism.params import Experts, ParallelismParams, TopK
 
 MAX_WORK = 1536
 """Bound on world × m × layers/pp × (2 + cp): the block passes of one step on all ranks
@@ -78,15 +68,12 @@ LinkGBs = Annotated[float, Field(gt=0, le=10000, description="bandwidth between 
 RUN_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts", "top_k",
               "tp", "cp", "pp", "dp", "ep", "order", "zero", "schedule", "microbatches",
               "recompute", "sequence_parallel", "steps", "seed", "dtype", "lr", "weight_decay",
-              "clip")
+              "clip", "aux_loss_coeff")
 """The fields a real run takes (workers/train/train.py's options); the cost model's machine
 (MACHINE_FIELDS) is measured by the run itself, and ``nodes`` is how it is launched."""
 MACHINE_FIELDS = ("gflops", "kernel_us", "alpha_us", "link_gbs")
 TrainDtype = Literal["float64", "float32"]
 Schedule = Literal["gpipe", "1f1b"]
-
-SIZES = powers_of_two(16)
-"""The layout sliders' stops: 1, 2, 4, 8, 16."""
 
 CPU = {"gflops": 2.0, "kernel_us": 12.0, "alpha_us": 60.0, "link_gbs": 1.0}
 """The cost model's default machine: one rank's share of a 2-core CPU running several ranks
@@ -97,7 +84,12 @@ GPU = {"gflops": 400_000.0, "kernel_us": 5.0, "alpha_us": 5.0, "link_gbs": 450.0
 """An H100 node for comparison: ~40 % of 989 dense TFLOP/s, a ~5 µs kernel launch, NVLink."""
 
 
-class TrainParams(SceneParams):
+class TrainParams(LayoutGroup):
+    """The layout group's five sizes and order (as /parallelism's, its sliders stopped at
+    :data:`MAX_WORLD` on the page), the tiny model, its training and the cost model's machine."""
+
+    max_world: ClassVar[int] = MAX_WORLD
+
     # transformer layers of the tiny model (pp must divide them)
     layers: Annotated[Layers, Control("Layers", bounds=(1, TINY["layers"]),
                                       help="Transformer blocks; pp stages hold layers/pp "
@@ -132,28 +124,6 @@ class TrainParams(SceneParams):
         help="1: dense. More: every block's MLP becomes a top-k routed mixture of experts.")] = 4
     # experts each token goes to
     top_k: Annotated[TopK, Control("Top-k", bounds=(1, 4), help="Experts per token.")] = 2
-    # tensor-parallel size
-    tp: Annotated[Tp, Control("Tensor parallel tp", kind="values", values=SIZES,
-                              help="Splits heads, MLP and vocabulary.")] = 2
-    # context-parallel size (ring attention, zigzag)
-    cp: Annotated[Cp, Control("Context parallel cp", kind="values", values=SIZES,
-                              help="Splits every sequence; K/V go round a ring.")] = 1
-    # pipeline stages
-    pp: Annotated[Pp, Control("Pipeline stages pp", kind="values", values=SIZES,
-                              help="Splits the layers; activations move stage to stage.")] = 2
-    # data-parallel replicas (cp ranks not counted)
-    dp: Annotated[Dp, Control("Data parallel dp", kind="values", values=SIZES,
-                              help=f"Replicas. World = tp·cp·dp·pp ≤ {MAX_WORLD}; a real run "
-                                   f"≤ 8.")] = 2
-    # expert-parallel size, carved out of dp·cp
-    ep: Annotated[Ep, Control("Expert parallel ep", kind="values", values=SIZES,
-                              help="Carved out of dp·cp: must divide it and the experts.")] = 2
-    # Megatron-LM's rank order, fastest-varying axis first
-    order: Annotated[Order, Control(
-        "Order (fastest first)", kind="text",
-        options=("tp-cp-ep-dp-pp", "tp-cp-pp-ep-dp", "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp"),
-        help="As on /parallelism: tp, cp, ep, dp and pp once each, joined by “-”.")] = \
-        "tp-cp-ep-dp-pp"
     # 0: every replica keeps AdamW's states; 1: sharded over dp·cp (ZeRO-1)
     zero: Annotated[ZeroStage, Control(
         "ZeRO", kind="choice", options={0: "0 · all-reduce", 1: "1 · sharded AdamW"},
@@ -194,6 +164,11 @@ class TrainParams(SceneParams):
     # global gradient-norm clipping threshold
     clip: Annotated[GradNorm, Control("Clip norm", kind="number", step="any",
                                       help="The global L2 norm over every rank's shard.")] = 1.0
+    # α of the MoE layers' load-balancing loss, as /moe's (0: none, every state as before)
+    aux_loss_coeff: Annotated[LossCoeff, Control(
+        "Load-balancing coefficient α", kind="number", step=0.001,
+        help="Switch/GShard's auxiliary loss α·E·Σᵢ fᵢPᵢ per MoE layer and micro-batch, added "
+             "to the objective (Megatron's --moe-aux-loss-coeff); 0: none.")] = 0.0
     # launchers of the real run: 2 = two torchrun "nodes" on loopback
     nodes: Annotated[Launchers, Control(
         "Nodes (real run)", kind="choice", options={1: "1", 2: "2 on loopback"},
@@ -211,10 +186,6 @@ class TrainParams(SceneParams):
     # cost model: bandwidth between two ranks
     link_gbs: Annotated[LinkGBs, Control("Link GB/s β", kind="number", step="any")] = \
         CPU["link_gbs"]
-
-    @property
-    def world(self) -> int:
-        return self.tp * self.cp * self.dp * self.pp
 
     @property
     def head_dim(self) -> int:
@@ -236,8 +207,8 @@ class TrainParams(SceneParams):
 
     def layout_params(self) -> ParallelismParams:
         """The same layout as ``/parallelism`` sees it (its rules, its groups)."""
-        return ParallelismParams(tp=self.tp, cp=self.cp, dp=self.dp, pp=self.pp, ep=self.ep,
-                                 order=self.order, gpus_per_node=max(1, self.gpus_per_node),
+        return ParallelismParams(**self.model_dump(include=set(GROUPS[LAYOUT])),
+                                 gpus_per_node=max(1, self.gpus_per_node),
                                  experts=self.experts, top_k=min(self.top_k, 8),
                                  seq=self.seq, microbatches=self.microbatches)
 

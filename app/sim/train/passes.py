@@ -32,6 +32,7 @@ class Sizes:
     tp: int
     cp: int
     sp: bool
+    aux: bool = False  # the MoE layers add the load-balancing loss (workers/train/expert.py)
 
 
 def block_forward(pr, s: Shape, z: Sizes, recompute: str) -> None:
@@ -105,6 +106,9 @@ def _moe_forward(pr, s: Shape, z: Sizes) -> None:
     pr.compute(3 * 2 * rows * h * s.ffn // tp, KERNELS["expert"] * local)
     pr.collective("ep", "all_to_all", rows * h * e)
     pr.compute(rows * h, KERNELS["moe_combine"])
+    if z.aux:            # the micro-batch's per-expert counts summed over cp (int64), the loss
+        pr.collective("cp", "all_reduce", s.experts * 8)
+        pr.compute(4 * n * s.experts, KERNELS["aux_loss"])
     pr.collective("tp", "reduce_scatter" if z.sp else "all_reduce", n * h * e)
 
 

@@ -22,7 +22,7 @@ programs are merged into one list in which every task follows what it waits for
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from app.sim.pipeline.orders import build
@@ -139,13 +139,39 @@ def duration(cost: tuple, machine: Machine) -> float:
 @dataclass(frozen=True)
 class Step:
     spans: tuple
-    """app.sim.timeline.Span, one per task; ``meta[name]`` says whose and what"""
+    """app.sim.timeline.Span, one per task of the stages' programs; ``meta[name]`` says whose
+    and what"""
     meta: dict
     makespan: float
+    alike: tuple[tuple[int, ...], ...]
+    """the ranks that share one timeline, in rank order (a stage's ranks); the first of each
+    (a rank of rank 0's pipeline) is the one whose program was scheduled — see
+    :func:`program_step`"""
+    pipelines: dict[int, tuple[int, ...]]
+    """every rank's pipeline (its pp group, by stage): where its sends go"""
 
 
 def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
-    """Every rank's tasks of one step, scheduled on each of ``machines``."""
+    """Every rank's tasks of one step, scheduled on each of ``machines``.
+
+    Only rank 0's pipeline — one rank of each stage — is written and timed: the ranks of one
+    stage issue the same program (the same passes, messages and buckets, group sizes being
+    equal in a layout, the cost model having no rank-dependent term), and every group they
+    share ties them together, so their timelines are the same one, rank for rank. (A
+    collective of the stage's ranks has the one member here; it still waits for its other
+    members' inputs, the same as this one's.) tests/sim/test_train.py holds this against the
+    step written and timed for every rank (``every_rank=True``) over a table of layouts."""
+    return _program_step(p, machines, every_rank=False)
+
+
+def stage_ranks(layout: Layout) -> tuple[tuple[int, ...], ...]:
+    """Each pipeline stage's ranks, in rank order: the ranks that share one timeline."""
+    stage = [layout.coords(r)["pp"] for r in range(layout.world)]
+    return tuple(tuple(r for r in range(layout.world) if stage[r] == s)
+                 for s in range(max(stage) + 1))
+
+
+def _program_step(p, machines: tuple[Machine, ...], every_rank: bool) -> tuple[Step, ...]:
     layout = Layout.of(p.layout_params())
     shape = Shape.of(p)
     e = ELEMENT_BYTES[p.dtype]
@@ -155,14 +181,16 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
     sp = p.sequence_parallel and p.tp > 1
     kinds = ("tp", "cp", "pp", "ep", "dp_cp", "edp")
     programs = []
-    for r in range(layout.world):
+    pipeline = layout.group_of(0, "pp")
+    stages = stage_ranks(layout)
+    for r in (range(layout.world) if every_rank else pipeline):
         c = layout.coords(r)
         groups = {k: layout.group_of(r, k) for k in kinds}
         groups["world"] = tuple(range(layout.world))
         pr = Program(r, groups)
         pp_ranks = groups["pp"]
         first, last = c["pp"] == 0, c["pp"] == p.pp - 1
-        z = Sizes(p.seq // p.cp, p.hidden, e, p.tp, p.cp, sp)
+        z = Sizes(p.seq // p.cp, p.hidden, e, p.tp, p.cp, sp, p.aux_loss_coeff > 0)
         act_bytes = z.n // (p.tp if sp else 1) * p.hidden * e
         mine = [t for t in all_tensors if t.stage(p.layers, p.pp) == c["pp"]]
         stage_buckets = buckets(shape, mine, p.tp, p.ep)
@@ -207,7 +235,10 @@ def program_step(p, machines: tuple[Machine, ...]) -> tuple[Step, ...]:
         _optimizer(pr, p, stage_buckets, e)
         pr.flush()
         programs.append(pr)
-    return _schedule(programs, machines)
+    alike = tuple((r,) for r in range(layout.world)) if every_rank else stages
+    pipelines = {r: layout.group_of(r, "pp") for r in range(layout.world)}
+    return tuple(replace(step, alike=alike, pipelines=pipelines)
+                 for step in _schedule(programs, machines))
 
 
 def _buckets(pr: Program, p, stage_buckets, ready: dict[str, str], e: int) -> None:
@@ -254,31 +285,53 @@ def _schedule(programs: list[Program], machines: tuple[Machine, ...]) -> tuple[S
         union = list(dict.fromkeys(d for j in jobs for d in j.deps))
         for j in jobs:
             j.deps = union
+    merged = _program_order(programs)
+    meta = {j.name: j for j in merged}
+    fixed = [(j.name, f"{j.rank}/{j.lane}", j.cost, tuple(j.deps), j.kind) for j in merged]
+    out = []
+    for machine in machines:
+        timed: dict[tuple, float] = {}           # many tasks cost the same: time each once
+        tasks = []
+        for name, lane, cost, deps, kind in fixed:
+            us = timed.get(cost)
+            if us is None:
+                us = timed[cost] = duration(cost, machine) * 1e6
+            tasks.append(Task(name, lane, us, deps, kind))
+        spans = schedule(tasks)
+        out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6,
+                        (), {}))
+    return tuple(out)
+
+
+def _program_order(programs: list[Program]) -> list[Job]:
+    """The rank programs as one list in which every job follows what it waits for, each rank's
+    order kept: a rank's program runs until a job waits for one not yet listed, and is woken
+    when that one is (each job and each dependency looked at a bounded number of times)."""
     queues = [pr.jobs for pr in programs]
     heads = [0] * len(queues)
     done: set[str] = set()
+    waiting: dict[str, list[int]] = defaultdict(list)
     merged: list[Job] = []
-    while len(merged) < sum(map(len, queues)):
-        progressed = False
-        for k, q in enumerate(queues):
-            i = heads[k]
-            while i < len(q) and all(d in done for d in q[i].deps):
-                done.add(q[i].name)
-                merged.append(q[i])
-                i += 1
-            progressed |= i > heads[k]
-            heads[k] = i
-        if not progressed:
-            stuck = [q[heads[k]] for k, q in enumerate(queues) if heads[k] < len(q)]
-            raise ValueError(f"the step's programs deadlock at "
-                             f"{[(j.rank, j.kind, j.meta) for j in stuck[:4]]}")
-    meta = {j.name: j for j in merged}
-    out = []
-    for machine in machines:
-        spans = schedule([Task(j.name, f"{j.rank}/{j.lane}", duration(j.cost, machine) * 1e6,
-                               tuple(j.deps), j.kind) for j in merged])
-        out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6))
-    return tuple(out)
+    ready = list(range(len(queues) - 1, -1, -1))
+    while ready:
+        k = ready.pop()
+        q, i = queues[k], heads[k]
+        while i < len(q):
+            job = q[i]
+            missing = next((d for d in job.deps if d not in done), None)
+            if missing is not None:
+                waiting[missing].append(k)
+                break
+            done.add(job.name)
+            merged.append(job)
+            i += 1
+            ready.extend(waiting.pop(job.name, ()))
+        heads[k] = i
+    if len(merged) < sum(map(len, queues)):
+        stuck = [q[heads[k]] for k, q in enumerate(queues) if heads[k] < len(q)]
+        raise ValueError(f"the step's programs deadlock at "
+                         f"{[(j.rank, j.kind, j.meta) for j in stuck[:4]]}")
+    return merged
 
 
 def block_cost(s: Shape, n: int, element_bytes: int) -> tuple[float, float]:

@@ -1,6 +1,7 @@
 """The layouts the exactness proof trains (tests/workers/test_train_exact.py in one 8-rank launch,
 bench/train.py for 1 to 20 steps): each parallelism alone, pairs, and 3-to-5-D mixes — MoE with
-EP among them, and CP with TP and PP — on a model small enough to train in seconds. Each row is
+EP among them, and CP with TP and PP —, then MoE layouts with the load-balancing loss on, on a
+model small enough to train in seconds. Each row is
 a dict of /train's parameters over MODEL (and 2 steps, 2 micro-batches unless it says)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ MODEL = {"layers": 4, "hidden": 16, "heads": 4, "kv_heads": 2, "ffn": 32, "vocab
          "experts": 4, "top_k": 2}
 DENSE = {"experts": 1, "top_k": 1}
 ONE = {"tp": 1, "cp": 1, "pp": 1, "dp": 1, "ep": 1}
+AUX = {"aux_loss_coeff": 0.1}
 
 TABLE = [
     # each parallelism alone
@@ -34,6 +36,13 @@ TABLE = [
                                 "schedule": "gpipe"}),
     ("moe tp dp4 ep4 order", {**ONE, "tp": 2, "dp": 4, "ep": 4, "zero": 1,
                               "order": "tp-dp-cp-ep-pp", "microbatches": 2}),
+    # the MoE layers' load-balancing loss on: its counts are summed over cp (the ranks that
+    # share a micro-batch's tokens), never over dp or ep (other micro-batches)
+    ("moe aux dp ep", {**ONE, "dp": 2, "ep": 2, **AUX}),
+    ("moe aux tp sp cp dp ep zero1", {**ONE, "tp": 2, "cp": 2, "dp": 2, "ep": 2,
+                                      "sequence_parallel": True, "zero": 1, **AUX}),
+    ("moe aux cp pp dp ep4 recompute", {**ONE, "cp": 2, "pp": 2, "dp": 2, "ep": 4,
+                                        "recompute": "full", **AUX}),
 ]
 FLOAT32 = ("float32 tp pp dp", {**ONE, "tp": 2, "pp": 2, "dp": 2, "dtype": "float32"})
 """float32 reports its difference beside float64's exactness."""

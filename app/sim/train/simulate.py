@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from operator import itemgetter
 
 from app.sim.parallelism.layout import GROUP_KINDS, Layout
 from app.sim.train.cost import Machine
@@ -19,35 +20,65 @@ from app.sim.train.frames import TrainFrame, make_frames
 from app.sim.train.memory import RankMemory, per_rank
 from app.sim.train.model import Shape, param_count
 from app.sim.train.params import GPU, TrainParams
-from app.sim.train.program import ELEMENT_BYTES, program_step
+from app.sim.train.program import ELEMENT_BYTES, program_step, stage_ranks
 from app.sim.train.split import mean_split, predicted_split
 
 SPLIT_KEYS = ("step_s", "compute_s", "comm_exposed_s", "bubble_s")
 
 
-def events_of(step) -> list[dict]:
-    """The contract's events from the scheduled tasks (zero-length compute left out)."""
-    out = []
+CONTRACT_META = ("group", "microbatch", "stage", "bytes", "peer")
+"""What an event says of its task besides rank, lane, kind and times (where the task has it)."""
+
+
+def events_of(step, static: dict[str, tuple] | None = None, *,
+              every_rank: bool = True) -> list[dict]:
+    """The contract's events from the scheduled tasks (zero-length compute left out), for every
+    rank: a rank whose timeline is another's (``step.alike``) gets that one's events, its
+    pipeline's peers for the sends (``every_rank=False``: the scheduled ranks' alone, unsorted —
+    enough for the split). ``static``: each task's rank, lane, kind and
+    :data:`CONTRACT_META`, by name — the same for every machine a step is timed on, so
+    :func:`predict` makes it once."""
+    static = static or _static_fields(step.meta)
+    timed: dict[int, list[dict]] = {}
     for s in step.spans:
-        job = step.meta[s.name]
-        if s.end_us - s.start_us <= 0 and job.lane == "compute":
+        rank, lane, kind, meta = static[s.name]
+        if s.end_us - s.start_us <= 0 and lane == "compute":
             continue
-        e = {"rank": job.rank, "lane": job.lane, "kind": job.kind,
-             "start_s": s.start_us * 1e-6, "dur_s": (s.end_us - s.start_us) * 1e-6}
-        for k in ("group", "microbatch", "stage", "bytes", "peer"):
-            if k in job.meta:
-                e[k] = job.meta[k]
-        out.append(e)
-    out.sort(key=lambda e: (e["start_s"], e["rank"]))
+        timed.setdefault(rank, []).append(
+            {"rank": rank, "lane": lane, "kind": kind, "start_s": s.start_us * 1e-6,
+             "dur_s": (s.end_us - s.start_us) * 1e-6, **meta})
+    out = []
+    for ranks in step.alike:
+        mine = timed.get(ranks[0], [])
+        out += mine
+        if not every_rank:
+            continue
+        stage_of = {peer: k for k, peer in enumerate(step.pipelines[ranks[0]])}
+        for rank in ranks[1:]:
+            pipeline = step.pipelines[rank]
+            out += [{**e, "rank": rank, **({"peer": pipeline[stage_of[e["peer"]]]}
+                                            if "peer" in e else {})} for e in mine]
+    if every_rank:
+        out.sort(key=itemgetter("start_s", "rank"))
     return out
 
 
+def _static_fields(meta: dict) -> dict[str, tuple]:
+    return {name: (job.rank, job.lane, job.kind,
+                   {k: job.meta[k] for k in CONTRACT_META if k in job.meta})
+            for name, job in meta.items()}
+
+
 def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[dict], float]]:
-    """(events, each rank's split, step time) of one step of ``p`` on each machine."""
-    out = []
-    for step in program_step(p, machines):
-        events = events_of(step)
-        out.append((events, predicted_split(events, p.world, step.makespan), step.makespan))
+    """(events, each rank's split, step time) of one step of ``p`` on each machine; the events
+    of every rank on the first machine, of the scheduled ranks on the others (their splits
+    are every rank's)."""
+    out, static = [], None
+    for k, step in enumerate(program_step(p, machines)):
+        static = static or _static_fields(step.meta)
+        events = events_of(step, static, every_rank=k == 0)
+        out.append((events, predicted_split(events, p.world, step.makespan, step.alike),
+                    step.makespan))
     return out
 
 
@@ -65,6 +96,11 @@ class TrainTrace:
     @cached_property
     def layout(self) -> Layout:
         return Layout.of(self.params.layout_params())
+
+    @cached_property
+    def alike(self) -> tuple[tuple[int, ...], ...]:
+        """The ranks that share one timeline (a stage's: app.sim.train.program)."""
+        return stage_ranks(self.layout)
 
     @property
     def predicted(self) -> dict:
@@ -103,13 +139,12 @@ def intro(p: TrainParams, step_s: float) -> str:
     sizes = " · ".join(f"{n} {getattr(p, n)}" for n in ("tp", "cp", "pp", "dp", "ep")
                        if getattr(p, n) > 1) or "one rank"
     moe = f", {p.experts} experts top-{p.top_k}" if p.moe else ""
-    return (f"One training step of a {p.layers}-block GPT (hidden {p.hidden}{moe}) on "
+    return (f"One step of a {p.layers}-block GPT (hidden {p.hidden}{moe}) on "
             f"{p.world} rank{'s' if p.world > 1 else ''}: {sizes}, {p.microbatches} "
             f"micro-batch{'es' if p.microbatches > 1 else ''} per replica, "
-            f"{'GPipe' if p.schedule == 'gpipe' else '1F1B'}. Each rank has a lane for its "
-            f"compute (F forward, B backward per micro-batch) and one per kind of group it "
-            f"talks in; the faint marks are what is to come. Predicted step: "
-            f"{step_s * 1e3:.3g} ms on the machine below.")
+            f"{'GPipe' if p.schedule == 'gpipe' else '1F1B'}. Per rank: compute (F forward, "
+            f"B backward) over its messages, coloured by group; faint marks are to come. "
+            f"Predicted: {step_s * 1e3:.3g} ms.")
 
 
 def simulate(p: TrainParams) -> TrainTrace:

@@ -37,20 +37,25 @@ def _by_rank(events: list[dict], world: int) -> list[list[dict]]:
     return out
 
 
-def predicted_split(events: list[dict], world: int, step_s: float) -> list[dict]:
+def predicted_split(events: list[dict], world: int, step_s: float,
+                    alike: tuple[tuple[int, ...], ...] = ()) -> list[dict]:
     """Each rank's split of a predicted timeline (compute tasks never overlap the comm calls
-    that hold the main thread)."""
-    out = []
-    for r, mine in enumerate(_by_rank(events, world)):
+    that hold the main thread). ``alike``: ranks known to share one timeline (the first of each
+    is split, the others get its numbers)."""
+    by_rank = _by_rank(events, world)
+    out: dict[int, dict] = {}
+    for ranks in alike or tuple((r,) for r in range(world)):
+        mine = by_rank[ranks[0]]
         compute = [(e["start_s"], e["start_s"] + e["dur_s"]) for e in mine
                    if e["lane"] == "compute"]
         comm = [(e["start_s"], e["start_s"] + e["dur_s"]) for e in mine
                 if e["lane"] in COMM_LANES]
         busy = _union_length(compute)
         exposed = _union_length(comm) - _intersection(comm, compute)
-        out.append({"rank": r, "step_s": step_s, "compute_s": busy, "comm_exposed_s": exposed,
-                    "bubble_s": max(0.0, step_s - busy - exposed)})
-    return out
+        for r in ranks:
+            out[r] = {"rank": r, "step_s": step_s, "compute_s": busy, "comm_exposed_s": exposed,
+                      "bubble_s": max(0.0, step_s - busy - exposed)}
+    return [out[r] for r in range(world)]
 
 
 def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
