@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import html
 import math
-import textwrap
 from functools import lru_cache
 from pathlib import Path
 
@@ -84,13 +83,6 @@ def deck_style(standalone: bool) -> Markup:
     """The decks' CSS: theme variables for pages, fixed light colours for exported files."""
     colours = LIGHT_COLOURS if standalone else PAGE_COLOURS
     return Markup(render("_partials/deck_style.css", c=colours))
-
-
-def export_context(deck, trace, frame: int) -> dict:
-    """The context of a scene's standalone SVG: the deck cut after ``frame``, fixed light
-    colours, and the frame's caption in at most three lines."""
-    return {"deck": deck, "frame": frame, "style": deck_style(standalone=True),
-            "caption": textwrap.wrap(trace.frames[frame].caption, 128)[:3]}
 
 
 def compile_templates() -> int:

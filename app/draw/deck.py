@@ -23,11 +23,11 @@ from typing import Any
 
 from markupsafe import Markup
 
+from app.draw.caption import CAPTION_HEIGHT, Caption, caption_texts
+from app.draw.caption import caption_lines  # noqa: F401  (app/scenes/collective/page.py's import)
 from app.draw.fmt import coord
 from app.draw.svg import FONT, SVG_NS, esc, esc_attr
-from app.draw.text import fits, wrap
 
-CAPTION_HEIGHT = 90          # room under a standalone deck for its caption
 
 
 def deck_open(width: float, height: float, label: str, *, standalone: bool, style: str = "",
@@ -37,13 +37,16 @@ def deck_open(width: float, height: float, label: str, *, standalone: bool, styl
     style sheet inlined; ``defs`` holds the deck's patterns and gradients. A deck laid out for
     its ``box`` (app/draw/box.py) says so on a page: ``data-box`` and ``data-font`` are what it
     was asked for (static/js/box.js compares them with its frame), ``--deck-width`` the width
-    it was drawn at (a phone's frame scrolls a wider deck sideways)."""
+    it was drawn at, as its frame shows it (a phone's frame scrolls a wider deck sideways; a
+    deck laid out taller than its box, at large type, is fitted to the frame's height, so it
+    takes that much less width)."""
     if standalone:
         height += CAPTION_HEIGHT
     size = f'width="{width}" height="{height}" ' if standalone else ""
     if box is not None and not standalone:
+        shown = width * min(1.0, box.height / height)
         size = (f'data-box="{box.key}" data-font="{box.font:g}" '
-                f'style="--deck-width: {coord(width)}px" ')
+                f'style="--deck-width: {coord(shown)}px" ')
     inner = (f"<style>{style}</style>" if style else "") + defs
     return (f'<svg xmlns="{SVG_NS}" class="{cls}" viewBox="0 0 {width} {height}" {size}'
             f'role="img" aria-label="{esc(label)}" font-family="{FONT}">'
@@ -96,7 +99,7 @@ def frame_start(index: int, current: int, unit: str, *, step: bool = False, clas
 
 def write_deck(width: float, height: float, label: str, frames: Sequence, current: int,
                frame: Callable[[Any], list[str]], *, standalone: bool,
-               caption: Iterable[str] = (), style: str = "", defs: str = "", cls: str = "deck",
+               caption: Caption | tuple = (), style: str = "", defs: str = "", cls: str = "deck",
                under: Iterable[str] = (), over: Iterable[str] = (), group: str = "",
                every_frame: bool = False, bg: bool = True, box: Any = None) -> Markup:
     """A whole deck (see the module's docstring): ``height`` is the drawing's; ``frames`` are
@@ -120,36 +123,14 @@ def write_deck(width: float, height: float, label: str, frames: Sequence, curren
     return Markup("".join(out))
 
 
-CAPTION_SIZE, CAPTION_LINES = 17, 3
-
-
-def caption_lines(caption: str, width: float) -> tuple[str, ...]:
-    """A standalone deck's caption broken into the lines that fit under a drawing ``width``
-    units wide (at most :data:`CAPTION_LINES`; the last one ends "…" when the caption is
-    longer)."""
-    room = width - 44
-    lines = wrap(caption, CAPTION_SIZE, room)
-    if len(lines) <= CAPTION_LINES:
-        return tuple(lines)
-    last = lines[CAPTION_LINES - 1]
-    while last and not fits(last + " …", CAPTION_SIZE, room):
-        last = last.rsplit(" ", 1)[0] if " " in last else last[:-1]
-    return (*lines[:CAPTION_LINES - 1], last + " …")
-
-
-def caption_texts(caption: Iterable[str], top: float) -> list[str]:
-    """A standalone deck's caption, a line each, under the drawing that ends at ``top``."""
-    return [f'<text class="ink" x="22" y="{coord(top + 22 + k * 24)}" '
-            f'font-size="{CAPTION_SIZE}">{esc(line)}</text>' for k, line in enumerate(caption)]
-
-
-def deck_end(standalone: bool, caption: Iterable[str], top: float,
+def deck_end(standalone: bool, caption: Caption | tuple, top: float,
              later: Iterable[list[str]]) -> str:
-    """What closes every deck: a standalone file (an export) gets its caption under the drawing
-    that ends at ``top``; a page's deck is followed by its later frames, ``later`` — an iterable
-    of frames, consumed only then (:func:`later_frames`)."""
+    """What closes every deck: a standalone file (an export) gets its caption (laid out by
+    :func:`app.draw.caption.caption_lines`, or none) under the drawing that ends at ``top``; a
+    page's deck is followed by its later frames, ``later`` — an iterable of frames, consumed
+    only then (:func:`later_frames`)."""
     if standalone:
-        return "".join(caption_texts(caption, top)) + "</svg>"
+        return (caption_texts(caption.lines, top, caption.size) if caption else "") + "</svg>"
     return "</svg>" + later_frames(later)
 
 

@@ -2,7 +2,8 @@
 
 A step's file is the deck's drawing (``_partials/deck_file.svg`` over ``scene.export(params,
 trace, k)``, cut above the band where the deck writer put its own caption) with the frame's
-caption wrapped beneath it to the drawing's width (:mod:`app.export.captions`). ``/svg``, the
+caption wrapped beneath it to the drawing's width (:mod:`app.export.captions`, which wraps
+with :mod:`app.draw.caption`). ``/svg``, the
 handout and every export read their frames here, so a caption is laid out one way everywhere.
 Steps count from 1 where a person reads them (a file's title says "step k+1 of N"); ``frame``
 counts from 0 as the URL does.
@@ -14,8 +15,8 @@ import re
 from collections.abc import Callable, Iterator
 from html import escape, unescape
 
-from app.draw.deck import CAPTION_HEIGHT
-from app.export.captions import banded, caption_lines, captioned, root_size, slide
+from app.draw.caption import CAPTION_HEIGHT, line_count
+from app.export.captions import banded, captioned, root_size, slide
 from app.templating import render
 
 Progress = Callable[[int, int], None]
@@ -77,7 +78,7 @@ def frame_svg(scene, params, trace, frame: int, caption: bool = True, min_lines:
     alt = text_alternative(draw, label, caption_of(trace, frame)) if describe else ""
     if text and box is not None and scene.boxed:
         # drawn for a page of the box's size (app/view.py): the file is exactly that size
-        return PROLOG + banded(draw, text, CAPTION_HEIGHT, label, alt)
+        return PROLOG + banded(draw, text, CAPTION_HEIGHT, label, alt, (box.width, box.height))
     return PROLOG + captioned(draw, text, label, min_lines, alt)
 
 
@@ -88,7 +89,7 @@ def frame_svgs(scene, params, trace, frames: range, caption: bool = True,
     lines = 0
     if caption:
         width = root_size(drawing(scene, params, trace, frames[0], box))[0]
-        lines = max(caption_lines(caption_of(trace, k), width) for k in frames)
+        lines = max(line_count(caption_of(trace, k), width) for k in frames)
     for done, k in enumerate(frames, 1):
         yield frame_svg(scene, params, trace, k, caption, lines, box=box)
         if progress is not None:

@@ -74,8 +74,11 @@ def test_bad_view_parameters_name_themselves(client, query, param, path):
 @pytest.mark.parametrize("slug", BOXED)
 @pytest.mark.parametrize("query,size", [("", (EXPORT.width, EXPORT.height)),
                                         ("&box=960x540", (960, 540)),
-                                        ("&box=1920x1080&font=1.3", (1920, 1080))])
+                                        ("&box=1920x1080&font=1.3", (1920, 1080)),
+                                        ("&box=960x540&font=2", (960, 540))])
 def test_a_file_is_drawn_for_its_page(client, slug, query, size):
+    # at large type a deck may be laid out larger than its page (app/draw/widen.py): the file
+    # is still the page's size, the drawing scaled down above the caption
     r = client.get(f"/svg/{slug}?frame=1{query}")
     assert r.status_code == 200
     root = re.search(r"<svg\b[^>]*>", r.text).group(0)

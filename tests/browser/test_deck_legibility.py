@@ -71,6 +71,19 @@ MORE: dict[str, list[str]] = {
 SAMPLED = [0, 1, 2, -2, -1]
 """The steps measured at a large state (and of a scene still to do)."""
 
+LARGE_TYPE: dict[str, list[str]] = {
+    "memory": ["", "?preset=llama3-405b&dp=1&zero=0&micro_batch=8"],
+    "pipeline": ["", "?stages=64"],
+    "collective": ["", "?op=all_to_all&world=8", "?world=64&count=128"],
+    "tensor-parallel": [""],
+}
+"""States held at type 1.75 and 2 (A+ four and five times: ``?font=``) in the views whose
+deck box is 360 px high — the embed and the page at 1280 × 720 — and on a phone, at the
+sampled steps: these decks are laid out in a least box there (app/draw/widen.py)."""
+TYPE_VIEWS = [v for v in VIEWS if v.name in ("embed", "page-1280", "phone")]
+TYPE_HELD = [(slug, query, font) for slug, queries in LARGE_TYPE.items() for query in queries
+             for font in (1.75, 2)]
+
 HELD = [(slug, "") for slug in (s.slug for s in SCENES) if slug not in TODO] + [
     (slug, query) for slug, queries in LARGE.items() if slug not in TODO for query in queries]
 
@@ -117,6 +130,19 @@ def test_deck_labels_are_legible(views, live_server, view, slug, query):
     assert not missed, (f"{view.name} /{slug}{query}: {'; '.join(missed)} "
                         f"(median {figures['median']:.1f}, p5 {figures['p5']:.1f}, smallest "
                         f"{figures['smallest']})")
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("view", TYPE_VIEWS, ids=[v.name for v in TYPE_VIEWS])
+@pytest.mark.parametrize("slug,query,font", TYPE_HELD,
+                         ids=[f"{s}{q}@{f:g}" for s, q, f in TYPE_HELD])
+def test_large_type_keeps_labels_legible_and_apart(views, live_server, view, slug, query, font):
+    page = views(view)
+    open_view(page, live_server, view, slug, (query + "&" if query else "?") + f"font={font:g}")
+    assert page.evaluate("document.querySelector('svg.deck').dataset.font") == f"{font:g}"
+    figures = summary(measure(page, SAMPLED))
+    missed = misses(view, figures)
+    assert not missed, f"{view.name} /{slug}{query} at font {font:g}: {'; '.join(missed)}"
     assert not page.errors, page.errors
 
 

@@ -49,10 +49,13 @@ def tracer(simulate: Callable, params: type) -> Callable[[dict], object]:
     return lambda query: once(tuple(sorted(query.items())))
 
 
-def in_boxes(queries: list[dict]):
-    """A test of ``(query, box)`` for every state and box (skipped without DejaVu Sans)."""
+def in_boxes(queries: list[dict], boxes: list[Box] | None = None):
+    """A test of ``(query, box)`` for every state and box (:data:`BOXES` by default; skipped
+    without DejaVu Sans)."""
+    boxes = BOXES if boxes is None else boxes
+
     def decorate(test):
-        test = pytest.mark.parametrize("box", BOXES, ids=[f"{b.key}x{b.font:g}" for b in BOXES])(
+        test = pytest.mark.parametrize("box", boxes, ids=[f"{b.key}x{b.font:g}" for b in boxes])(
             pytest.mark.parametrize("query", queries, ids=range(len(queries)))(test))
         return pytest.mark.skipif(not HAVE_FONTS,
                                   reason="DejaVu Sans not installed")(test)

@@ -15,12 +15,15 @@ from app.draw.layout import LINE, Spots, heading, legend_rows, text_box
 from app.draw.palette import rank_colour, text_on
 from app.draw.shapes import Label
 from app.draw.text import text_width
+from app.draw.widen import least_box
 from app.sim.collectives.schedules import dtree_parents, depths
 from app.sim.collectives.simulate import CollectiveTrace
 from app.sim.mesh import node_of
 
 MIN_WIDTH, MIN_HEIGHT = 600, 320
-"""The smallest box the deck is laid out for: a narrower frame (a phone) scrolls it."""
+"""The smallest box the deck is laid out for: a narrower frame (a phone) scrolls it; at large
+type it is laid out wider for its headers and taller for its ring and rows
+(:func:`least_box`)."""
 STRIPE_LIMIT = 8
 """Up to this many ranks a partial sum is drawn as stripes of its ranks' colours (the legend
 says so); beyond, as a blue whose depth is the share of ranks summed."""
@@ -117,11 +120,22 @@ def headers(trace) -> list[str]:
 def layout(trace: CollectiveTrace, box: Box) -> Layout:
     """The regions of the deck in ``box`` (see :class:`Layout`)."""
     p = trace.params
-    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
+    every_header, title = headers(trace), deck_title(p)
+    legend_texts = [t for _, t in _legend_items(trace)]
+
+    def need(a: Box) -> float:
+        """The top band, the legend, and between them a body as tall as a ring of rank
+        numbers and its arrows' labels needs (nine labels) and as the grid's labels and rows
+        (up to 8 a rank's name apart, more a number every 32 rows a label apart)."""
+        grid = a.small * (0.9 + LINE + 0.6) + a.text * 1.2 * max(min(p.world, 8), p.world / 32)
+        return (heading(a, every_header, title).top + max(a.text * 9, grid) + a.pad * 0.6
+                + a.height - legend_rows(a, legend_texts).top)
+
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, every_header, need)
     width, height = area.width, area.height
     pad, text, small = area.pad, area.text, area.small
-    top = heading(area, headers(trace), deck_title(p))
-    legend = legend_rows(area, [t for _, t in _legend_items(trace)])
+    top = heading(area, every_header, title)
+    legend = legend_rows(area, legend_texts)
     body_top, body_bottom = top.top, legend.top - pad * 0.6
     # the topology: as tall as the body, a little wider (the machines' labels sit beside the
     # ring at its sides), at most 36 % of the width
@@ -156,7 +170,8 @@ def _ring(lay: Layout, world: int, arcs: bool) -> tuple[float, float, float, flo
     above = node_r + (8 + lay.small * 1.7 if arcs else 4)
     beside = node_r + (8 + label if arcs else 4)
     ring_r = max(min((bottom - top) / 2 - above, (right - left) / 2 - beside), half * 0.5)
-    node_r = min(node_r, 0.8 * math.pi * ring_r / world)
+    # nodes leave room between them for an arrow (large type in a small ring)
+    node_r = min(node_r, 0.8 * math.pi * ring_r / world, ring_r * 0.42)
     return cx, cy, ring_r, node_r
 
 
@@ -327,10 +342,16 @@ def _label_spot(mid: Point, label: str, centre: Point, lay: Layout, spots: Spots
     when no such place is free."""
     dx, dy = centre.x - mid.x, centre.y - mid.y
     length = math.hypot(dx, dy) or 1.0
+    left, top, right, bottom = lay.topo
     for shift in (0.0, 1.2, 2.4, -1.2):
         x = mid.x + dx / length * shift * lay.small
         y = mid.y + dy / length * shift * lay.small + lay.small * 0.35
-        if spots.take(text_box(x, y, label, lay.small, "middle", bold=True)):
+        spot = text_box(x, y, label, lay.small, "middle", bold=True)
+        # within the topology's column: the rows' swatches and labels start right of it, the
+        # header above it, the legend below
+        inside = (left - lay.small <= spot[0] and spot[2] <= lay.swatch_x - lay.text * 0.5
+                  and top - lay.small * 0.5 <= spot[1] and spot[3] <= bottom + lay.small * 0.5)
+        if inside and spots.take(spot):
             return round(x, 1), round(y, 1)
     return None, None
 

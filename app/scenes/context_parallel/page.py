@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from app.caches import DECKS, memoised
 from app.draw.box import EXPORT, PAGE, Box
-from app.draw.deck import CAPTION_HEIGHT, caption_lines
+from app.draw.caption import CAPTION_HEIGHT, caption_lines
 from app.humanize import human_bytes, human_time_us
 from app.draw.plot import line_chart
 from app.jobs.launch import torchrun_line

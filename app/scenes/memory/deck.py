@@ -16,11 +16,13 @@ from app.draw.layout import LINE, heading, legend_rows
 from app.draw.palette import CATEGORY, ramp, text_on
 from app.draw.plot import linear_ticks
 from app.draw.text import fits, text_width, wrap
+from app.draw.widen import least_box
 from app.humanize import human_bytes
 from app.sim.memory.ledger import CATEGORIES, GiB, Item
 
 MIN_WIDTH, MIN_HEIGHT = 560, 320
-"""The smallest box the ledger is laid out for: a narrower frame (a phone) scrolls it."""
+"""The smallest box the ledger is laid out for: a narrower frame (a phone) scrolls it; at large
+type it is laid out wider for its headers and taller for its plot (:func:`least_box`)."""
 
 COLOURS = CATEGORY   # categories' own scheme, never a rank's colour (DESIGN principle 15)
 NAMES = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer states",
@@ -76,7 +78,7 @@ class Deck:
     height: int
     box: Box
     """the box asked for (its bucket is the deck's ``data-box``); width × height is what it
-    was laid out in (wider on a phone: :data:`MIN_WIDTH`)"""
+    was laid out in (wider on a phone: :data:`MIN_WIDTH`; wider and taller at large type)"""
     label: str
     """the deck's title, whole (its accessible name)"""
     title: tuple[Text, ...]
@@ -224,18 +226,46 @@ def unit_of(limit: float) -> tuple[float, str]:
     return 1024, "KiB"
 
 
+def _least_height(area: Box, title: str, legend_texts: list[str]) -> float:
+    """The height the ledger needs at ``area``'s type: the top band, the legend's rows, and
+    between them a plot as tall as the capacity's column (the GPU's name above its line, three
+    small lines under it) and at least two ticks' labels apart."""
+    small, text = area.small, area.text
+    top = heading(area, HEADERS, title).top
+    legend = area.height - legend_rows(area, legend_texts).top
+    plot = max(text * LINE + 3 * small * LINE + small, small * 5)
+    return top + small * 0.6 + plot + area.pad + legend
+
+
+def _least_width(area: Box, words: list[tuple[str, bool, int]]) -> float:
+    """The width the ledger needs at ``area``'s type: the bar's axis (a tick as wide as
+    "800 GiB"), the bar, the capacity's column (``words``: its texts, at the label size or the
+    small one, and their weights) and a treemap five labels wide."""
+    small, text, pad = area.small, area.text, area.pad
+    column = max(text_width(t, text if label else small, bold=w > 400) for t, label, w in words)
+    return (pad + text_width("800 GiB", small) + small * 0.6 + text_width("999 GiB", small)
+            + small + small * 0.7 + column + pad + text * 5 + pad)
+
+
 def build_deck(trace, title: str, box: Box) -> Deck:
     """The ledger laid out for ``box``: the header and title along the top, the legend's rows
     along the bottom, and between them the bar's axis, the bar, the capacity's column and the
     treemap, each as wide as its texts at the box's sizes need (the treemap takes the rest)."""
     led, gpu = trace.ledger, trace.fit.gpu
-    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
-    width, height = area.width, area.height
-    pad, small = area.pad, area.small
     totals = {c: led.bytes(c) for c in CATEGORIES}
     legend_texts = [f"{LEGEND[c]} {human_bytes(totals[c])}" for c in CATEGORIES]
     hatched = any(i.tag == "assumption" and i.bytes > 0 for i in led.items)
-    legend = legend_rows(area, legend_texts + (["assumption"] if hatched else []))
+    legend_texts += ["assumption"] if hatched else []
+    verdict = (f"fits: {human_bytes(trace.fit.free)} free" if trace.fit.fits
+               else f"over by {human_bytes(-trace.fit.free)}")
+    words = [(gpu.name, True, 700), (human_bytes(gpu.capacity), False, 400),
+             (f"peak {human_bytes(led.peak)}", False, 700), (verdict, False, 700)]
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, HEADERS,
+                     lambda a: _least_height(a, title, legend_texts),
+                     lambda a: _least_width(a, words))
+    width, height = area.width, area.height
+    pad, small = area.pad, area.small
+    legend = legend_rows(area, legend_texts)
     top = heading(area, HEADERS, title)
     plot_top, plot_bottom = top.top + small * 0.6, legend.top - pad
     limit = max(led.peak, gpu.capacity) * 1.06
@@ -257,10 +287,7 @@ def build_deck(trace, title: str, box: Box) -> Deck:
         ticks.append(Text(round(bar_left - small * 0.6, 1), round(y + small * 0.35, 1), text,
                           small, "end", cls="muted"))
     cap_y = round(y_of(gpu.capacity), 1)
-    verdict = (f"fits: {human_bytes(trace.fit.free)} free" if trace.fit.fits
-               else f"over by {human_bytes(-trace.fit.free)}")
-    column = [(gpu.name, area.text, 700), (human_bytes(gpu.capacity), small, 400),
-              (f"peak {human_bytes(led.peak)}", small, 700), (verdict, small, 700)]
+    column = [(t, area.text if label else small, w) for t, label, w in words]
     col_x = bar_right + small * 0.7
     col_w = max(text_width(t, s, bold=w > 400) for t, s, w in column)
     # the capacity's name above its line, the rest below; moved as a block to stay in the plot

@@ -10,7 +10,7 @@ from markupsafe import Markup
 
 from app.caches import DECKS, memoised
 from app.draw.box import EXPORT, PAGE, Box
-from app.draw.deck import CAPTION_HEIGHT, caption_lines
+from app.draw.caption import CAPTION_HEIGHT, caption_lines
 from app.jobs.launch import torchrun_line, torchrun_text
 from app.scene import traced
 from app.scenes.memory import deck_svg as memory_svg

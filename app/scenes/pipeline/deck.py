@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.draw.box import Box
-from app.draw.layout import LINE, Legend, heading, legend_rows
+from app.draw.layout import LINE, Heading, Legend, heading, legend_rows
 from app.draw.plot import linear_ticks
 from app.draw.text import text_width, wrap
+from app.draw.widen import least_box
 from app.humanize import sig4
 from app.scenes.pipeline import deck_layers as draw
 from app.scenes.pipeline.deck_layers import SUMMARY_COLOURS, Arrow, Block, TimeAxis, pass_fill
@@ -33,7 +34,8 @@ from app.sim.pipeline.schedules import KINDS
 from app.sim.pipeline.simulate import PipelineTrace
 
 MIN_WIDTH, MIN_HEIGHT = 560, 320
-"""The smallest box the timeline is laid out for: a narrower frame (a phone) scrolls it."""
+"""The smallest box the timeline is laid out for: a narrower frame (a phone) scrolls it; at
+large type it is laid out wider for its headers and taller for its lanes (:func:`least_box`)."""
 DRAW_RANKS, DRAW_PASSES = 32, 2048
 
 
@@ -125,9 +127,6 @@ def build_deck(trace: PipelineTrace, box: Box, upto: int | None = None) -> Deck:
     flat, line = trace.flat, trace.line
     ranks, makespan = p.stages, line.makespan
     drawn = ranks <= DRAW_RANKS and flat.ids.size <= DRAW_PASSES
-    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
-    width, height = area.width, area.height
-    pad, text, small = area.pad, area.text, area.small
     last = len(trace.frames) - 1 if upto is None else upto
 
     kind = SCHEDULE_KINDS[p.schedule]
@@ -136,15 +135,21 @@ def build_deck(trace: PipelineTrace, box: Box, upto: int | None = None) -> Deck:
              f"{p.microbatches} micro-batch{'es' if p.microbatches > 1 else ''}")
     note = "" if drawn else (f"{flat.ids.size:,} passes on {ranks} ranks: each lane shows, per "
                              f"slice of time, how much of it the rank spent on each kind of pass")
-    headers = [_header(f) for f in trace.frames[:last + 1]]
-    top = heading(area, headers, title)
-    title_lines = top.title
-    below = top.top
-    if note:
-        lines = wrap(note, small, width - 2 * pad)
-        title_lines += tuple((width - pad, round(below + small * (0.9 + LINE * k), 1), t)
-                             for k, t in enumerate(lines))
-        below += small * LINE * len(lines) + pad * 0.3
+    every_header = [_header(f) for f in trace.frames]
+    headers = every_header[:last + 1]
+    widest = [text for _, _, text in _legend(trace, drawn, memory=drawn)]
+
+    def need(a: Box) -> float:
+        """The top band, the time axis, the lanes (up to 8 a rank's number apart; more:
+        four numbers' worth, one every few lanes), the cursor's label and the legend."""
+        lanes = a.text * 1.2 * (ranks if ranks <= 8 else 4)
+        return (_below_title(a, headers, title, note)[2] + a.small * 1.65 + lanes
+                + a.small * 2.1 + a.pad * 0.6 + a.height - legend_rows(a, widest).top)
+
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, every_header, need)
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
+    top, title_lines, below = _below_title(area, headers, title, note)
     axis_y = round(below + small * 0.9, 1)
     grid_top = round(axis_y + small * 0.45, 1)
     lanes_top = grid_top + small * 0.3
@@ -233,6 +238,21 @@ def build_deck(trace: PipelineTrace, box: Box, upto: int | None = None) -> Deck:
                 {} if drawn else draw.slices(trace, lane_y, band, axis),
                 round(band - 3, 1), font, small, axis_y, grid_top, round(bottom, 1), side_x,
                 pill_w, axis.left, axis.right)
+
+
+def _below_title(area: Box, headers: list[str], title: str, note: str
+                 ) -> tuple[Heading, tuple[tuple[float, float, str], ...], float]:
+    """The top band, the title's lines (and the note's under them, for a summarised timeline)
+    and where the drawing below them may start."""
+    width, pad, small = area.width, area.pad, area.small
+    top = heading(area, headers, title)
+    title_lines, below = top.title, top.top
+    if note:
+        lines = wrap(note, small, width - 2 * pad)
+        title_lines += tuple((width - pad, round(below + small * (0.9 + LINE * k), 1), t)
+                             for k, t in enumerate(lines))
+        below += small * LINE * len(lines) + pad * 0.3
+    return top, title_lines, below
 
 
 def _header(f) -> str:

@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from app.caches import DECKS, memoised
 from app.draw.box import EXPORT, PAGE, Box
-from app.draw.deck import CAPTION_HEIGHT, caption_lines
+from app.draw.caption import CAPTION_HEIGHT, caption_lines
 from app.scene import traced
 from app.scenes.planner import deck
 from app.scenes.planner import deck_svg as planner_svg

@@ -15,6 +15,7 @@ from app.draw.box import Box
 from app.draw.layout import LINE, Heading, heading, legend_rows
 from app.draw.palette import rank_colour
 from app.draw.text import fits, text_width
+from app.draw.widen import least_box
 from app.scenes.tensor_parallel.deck_check import check_frame, check_height
 from app.scenes.tensor_parallel.deck_frames import (FrameView, Geometry, Text, source_colour,
                                                     step_frame)
@@ -101,11 +102,12 @@ def _lanes(tp: int, top: float, bottom: float) -> tuple[tuple[float, float], ...
                  for r in range(tp))
 
 
-def _names(trace: TensorParallelTrace, area: Box, title: str) -> tuple[list[str], list[str]]:
+def _names(trace: TensorParallelTrace, area: Box, title: str, formulas: bool = True
+           ) -> tuple[list[str], list[str]]:
     """Each step's deck header ("Forward 1/2 · column-parallel matmul:  Y = XA", the formula
-    dropped when it would not fit beside the title) and its name for the player's position
-    text ("forward 1 of 2: column-parallel matmul", "backward 3 of 4: all-reduce", "check:
-    gradients")."""
+    dropped when it would not fit beside the title, or without ``formulas``) and its name for
+    the player's position text ("forward 1 of 2: column-parallel matmul", "backward 3 of 4:
+    all-reduce", "check: gradients")."""
     steps = trace.result.steps
     totals = {p: sum(1 for s in steps if s.pass_ == p) for p in ("forward", "backward")}
     seen = {"forward": 0, "backward": 0}
@@ -122,7 +124,7 @@ def _names(trace: TensorParallelTrace, area: Box, title: str) -> tuple[list[str]
         else:
             head = "Before · what each rank holds"
             units.append("before the forward pass")
-        full = head + (f":  {s.formula}" if s.formula else "")
+        full = head + (f":  {s.formula}" if s.formula and formulas else "")
         # the header shares the top line with the deck's title: drop the formula if too long
         headers.append(full if fits(full, area.head, room, bold=True) else head)
     return headers, units
@@ -135,12 +137,13 @@ def build_deck(trace: TensorParallelTrace, box: Box, only: int | None = None) ->
     rows below."""
     p = trace.params
     tp = p.tp
-    area = box.at_least(MIN_WIDTH, MIN_HEIGHT)
-    width, height = area.width, area.height
-    pad, text, small = area.pad, area.text, area.small
     colour = source_colour(tp)
     title = (f"{SHORT_TITLES[p.block]} · tp {tp} · {p.tokens} tokens"
              f"{' · SP' if p.sequence_parallel else ''}")
+    # as wide as the headers without their formulas need (the formula is dropped first)
+    area = least_box(box, MIN_WIDTH, MIN_HEIGHT, _names(trace, box, title, formulas=False)[0])
+    width, height = area.width, area.height
+    pad, text, small = area.pad, area.text, area.small
     headers, units = _names(trace, area, title)
     top = heading(area, headers, title)
     boxes, flow_arrows, index, flow_bottom = _flow(trace, area, top.top,

@@ -53,18 +53,25 @@ def check_frame(k: int, step: Step, tp: int, colour, header: str, g: Geometry) -
     rows = sum(c.sharded.shape[0] for c in shown)
     cols = max(c.sharded.shape[1] for c in shown)
     free = bottom - top - gap * (len(shown) - 1)
-    side = _check_cell(free, rows, (g.width - g.pad - left - vs - note) / (2 * cols))
-    # stacked, a comparison takes a label, its matrix, a label, its matrix
-    stacked = _check_cell(free - len(shown) * (2 * label + 8), 2 * rows,
-                          (g.width - g.pad - left - note) / cols)
-    stack = (_readable(stacked, g) and not _readable(side, g)) if len(shown) > 1 else \
-        stacked[0] > side[0] * 1.15
-    cell_w, cell_h = stacked if stack else side
-    width = cols * cell_w
-    # a row is as tall as its matrices, and at least as its name and its difference's lines
+    # a row is as tall as its matrices, and at least as its name and its difference's lines:
+    # the cells are sized for what the rows' least heights leave them
     least = head * 0.8 + small * 1.6
-    row_h = [max(c.sharded.shape[0] * cell_h * (2 if stack else 1)
-                 + ((2 * label + 8) if stack else 0), least) for c in shown]
+    room = free
+    for _ in range(4):
+        side = _check_cell(room, rows, (g.width - g.pad - left - vs - note) / (2 * cols))
+        # stacked, a comparison takes a label, its matrix, a label, its matrix
+        stacked = _check_cell(room - len(shown) * (2 * label + 8), 2 * rows,
+                              (g.width - g.pad - left - note) / cols)
+        stack = (_readable(stacked, g) and not _readable(side, g)) if len(shown) > 1 else \
+            stacked[0] > side[0] * 1.15
+        cell_w, cell_h = stacked if stack else side
+        row_h = [max(c.sharded.shape[0] * cell_h * (2 if stack else 1)
+                     + ((2 * label + 8) if stack else 0), least) for c in shown]
+        over = sum(row_h) - free
+        if over <= 0.5 or room <= rows:
+            break
+        room = max(float(rows), room - over)
+    width = cols * cell_w
     used = sum(row_h) + gap * (len(shown) - 1)
     y = top + max(0.0, (free + gap * (len(shown) - 1) - used) / 2)
     x1 = left

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from app.caches import DECKS, memoised
 from app.draw.box import EXPORT, PAGE, Box
-from app.draw.deck import CAPTION_HEIGHT, caption_lines
+from app.draw.caption import CAPTION_HEIGHT, caption_lines
 from app.humanize import human_bytes, human_time_us
 from app.jobs.launch import torchrun_line
 from app.scene import traced
