@@ -3,7 +3,10 @@
     <slug>-1920x1080.png   <slug>-1280x720.png   <slug>-present.png (1280×720, ?present=1)
     <slug>-embed.png (/embed at 960×540)          <slug>-phone.png (390×844, touch)
 
-Each is scaled down and reduced to 256 colours with Pillow so it stays under 150 KB.
+Each is taken once static/js/box.js has laid the deck out for its frame (until then the deck
+is kept unseen, tests/browser/helpers.py's BOX_SETTLED) — on a phone with the deck, its
+caption and the player scrolled into view, under the parameters — and scaled down and reduced
+to 256 colours with Pillow so it stays under 150 KB.
 Run against a live server:  PYTHONPATH=. .venv/bin/python docs/screens.py http://127.0.0.1:8000
 (followed by scene slugs to take only those)
 """
@@ -17,6 +20,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from app.main import SCENES
+from tests.browser.helpers import BOX_SETTLED
 
 OUT = Path(__file__).resolve().parent / "screens"
 VIEWS = [  # name, viewport, page (slug → path), touch
@@ -56,6 +60,11 @@ def main(base: str, only: tuple[str, ...] = ()) -> None:
             for scene in (s for s in SCENES if not only or s.slug in only):
                 page.goto(base + path.format(slug=scene.slug))
                 page.wait_for_load_state("load")
+                page.wait_for_function(BOX_SETTLED)
+                if touch:   # the parameters come first on a phone: the deck below them
+                    page.evaluate("document.querySelector('[data-player]')"
+                                  ".scrollIntoView({block: 'start'})")
+                page.wait_for_timeout(200)
                 png = page.screenshot()
                 target = OUT / f"{scene.slug}-{name}.png"
                 target.write_bytes(small_png(png, min(w, 1280) if not touch else w))
