@@ -66,7 +66,7 @@ def compare(params, trace, report: dict) -> Verdict:
     param_diff = max(t["max_abs_diff"] / t["max_abs"] if t["max_abs"] else t["max_abs_diff"]
                      for t in report["tensors"])
     spread = float(report.get("replica_spread", 0.0))
-    aux = getattr(params, "aux_loss_coeff", 0.0) > 0 and params.moe
+    aux = params.aux_loss_coeff > 0 and params.moe
     aux_diff = float(report.get("max_rel_aux_loss_diff", 0.0)) if aux else 0.0
     passed = loss_diff <= tol and param_diff <= tol and spread <= tol and aux_diff <= tol
     world = report["world"]

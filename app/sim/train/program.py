@@ -22,7 +22,7 @@ programs are merged into one list in which every task follows what it waits for
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from math import prod
 
 from app.sim.pipeline.orders import build
@@ -237,8 +237,7 @@ def _program_step(p, machines: tuple[Machine, ...], every_rank: bool) -> tuple[S
         programs.append(pr)
     alike = tuple((r,) for r in range(layout.world)) if every_rank else stages
     pipelines = {r: layout.group_of(r, "pp") for r in range(layout.world)}
-    return tuple(replace(step, alike=alike, pipelines=pipelines)
-                 for step in _schedule(programs, machines))
+    return _schedule(programs, machines, alike, pipelines)
 
 
 def _buckets(pr: Program, p, stage_buckets, ready: dict[str, str], e: int) -> None:
@@ -273,7 +272,8 @@ def _optimizer(pr: Program, p, stage_buckets, e: int) -> None:
             pr.collective("edp" if bucket[0].expert else "dp_cp", "all_gather", numel * e)
 
 
-def _schedule(programs: list[Program], machines: tuple[Machine, ...]) -> tuple[Step, ...]:
+def _schedule(programs: list[Program], machines: tuple[Machine, ...],
+              alike: tuple[tuple[int, ...], ...], pipelines: dict) -> tuple[Step, ...]:
     """Members of a collective wait for what every member waits for; then the programs are
     merged (a task after everything it waits for, each rank's order kept) and timed."""
     members: dict[tuple, list[Job]] = defaultdict(list)
@@ -299,7 +299,7 @@ def _schedule(programs: list[Program], machines: tuple[Machine, ...]) -> tuple[S
             tasks.append(Task(name, lane, us, deps, kind))
         spans = schedule(tasks)
         out.append(Step(spans, meta, max((sp.end_us for sp in spans), default=0.0) * 1e-6,
-                        (), {}))
+                        alike, pipelines))
     return tuple(out)
 
 
