@@ -192,28 +192,31 @@
   };
 
   // The deck's text alternative: its name says the step, its description (a hidden element the
-  // svg points at) the caption and every value the step shows, collected once the browser is
-  // idle (a deck holds up to a few thousand labels; a slider's move must not wait for them).
+  // svg points at) the step's caption at once and every value the step shows once the browser is
+  // idle (a deck holds up to a few thousand labels; a slider's move must not wait for them). The
+  // description never speaks of another step than the name: the caption is replaced with the step.
   Player.prototype.describe = function (k, said) {
     var svg = this.svg;
     if (!svg) return;
     svg.setAttribute("aria-label", (svg.getAttribute("data-title") || "Figure") + ". " + said);
+    var holder = this.root.querySelector(":scope > [data-deck-values]");
+    if (!holder) {
+      holder = document.createElement("p");
+      holder.hidden = true;
+      holder.setAttribute("data-deck-values", "");
+      holder.id = "deck-values-" + (++describedCount);
+      this.root.appendChild(holder);
+    }
+    svg.setAttribute("aria-describedby", holder.id);
+    var caption = this.caption(k);
+    holder.textContent = caption;
     var self = this;
     if (this.describing) cancelIdle(this.describing);
     this.describing = whenIdle(function () {
       self.describing = null;
       if (self.k !== k || !document.contains(svg)) return;
-      var holder = self.root.querySelector(":scope > [data-deck-values]");
-      if (!holder) {
-        holder = document.createElement("p");
-        holder.hidden = true;
-        holder.setAttribute("data-deck-values", "");
-        holder.id = "deck-values-" + (++describedCount);
-        self.root.appendChild(holder);
-      }
-      svg.setAttribute("aria-describedby", holder.id);
       var values = shownTexts(svg);
-      holder.textContent = self.caption(k) + (values.length ? " Values shown: " + values.join("; ") + "." : "");
+      holder.textContent = caption + (values.length ? " Values shown: " + values.join("; ") + "." : "");
     });
   };
 

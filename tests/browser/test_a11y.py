@@ -113,6 +113,10 @@ def test_the_figure_has_a_text_alternative_that_follows_the_step(page):
     assert captions[2][:40] in announce.inner_text()
     # the caption list itself is not a live region: a step is announced once
     assert page.get_attribute("#stage [data-captions]", "aria-live") is None
+    # the description speaks of the step the name says at once (its values follow when idle)
+    described = page.evaluate("""() => document.getElementById(
+        document.querySelector('#stage svg.deck').getAttribute('aria-describedby')).textContent""")
+    assert described.startswith(captions[2][:60])
     page.wait_for_function("""() => { const d = document.querySelector('#stage svg.deck');
         const id = d.getAttribute('aria-describedby'); const el = id && document.getElementById(id);
         return el && el.textContent.includes('Values shown'); }""")
