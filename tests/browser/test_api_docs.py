@@ -11,7 +11,9 @@ pytestmark = pytest.mark.browser
 
 def test_swagger_ui_lists_a_scene_with_its_parameters(page):
     page.goto(page.base + "/api/docs")
-    expect(page.locator(".opblock-tag", has_text="Pipeline parallelism")).to_be_visible()
+    # Swagger UI reads and lays out the whole ~860 KB schema before it draws a tag: on 2 busy
+    # cores that can take longer than Playwright's default 5 s
+    expect(page.locator(".opblock-tag", has_text="Pipeline parallelism")).to_be_visible(timeout=30_000)
     page.locator(".opblock-tag", has_text="Pipeline parallelism").click()
     page.locator(".opblock-summary-path", has_text="/api/pipeline").first.click()
     expect(page.locator(".parameters tr[data-param-name='microbatches']")).to_be_visible()
