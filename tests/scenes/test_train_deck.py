@@ -7,6 +7,8 @@ communication rows stay readable: a row per kind only where each is tall enough,
 
 from __future__ import annotations
 
+import pytest
+
 from app.scenes.train.deck import LANE_MIN, MIN_WIDTH, build_deck, lanes_of
 from app.sim.train.params import TrainParams
 from app.sim.train.simulate import simulate
@@ -73,3 +75,74 @@ def test_labels_fit_stay_legible_and_apart(query, box):
     for i, a in enumerate(labels):
         for b in labels[i + 1:]:
             assert apart(a, b), (a[4], b[4])
+
+
+def test_the_mesh_is_drawn_once_per_layout():
+    """/train's mesh panel is cached per layout (app/scenes/train/page.py): every micro-batch
+    count of a layout draws the same mesh, byte for byte, as /parallelism's deck would."""
+    from app.scenes.parallelism import deck as mesh_view, deck_svg as mesh_svg
+    from app.scenes.train.page import mesh_markup
+    from app.sim.parallelism.simulate import simulate as layout_simulate
+    for query in QUERIES + [{"tp": 1, "pp": 1, "dp": 1, "ep": 1}]:
+        for m in (1, 3, 8, 16):
+            try:
+                p = TrainParams(**{**query, "microbatches": m})
+            except ValueError:
+                continue
+            own = mesh_svg.render(mesh_view.build_deck(layout_simulate(p.layout_params()),
+                                                       only=0), 0)
+            assert mesh_markup(p) == own, (query, m)
+
+
+@pytest.mark.parametrize("query", QUERIES + [{"tp": 1, "pp": 1, "dp": 8, "ep": 2},
+                                             {"tp": 2, "cp": 2, "pp": 1, "dp": 2, "ep": 2}])
+def test_a_stages_ranks_are_drawn_as_copies_of_its_first(query):
+    """The deck draws each stage's first rank and copies its block onto the stage's other ranks
+    (deck_svg: ``<use>`` on the page). Drawn instead from each rank's own events — its
+    passes, messages, labels and idle stretches, laid out exactly as the first rank's are — every
+    rank's block in every frame is the first rank's moved down by the copy's offset."""
+    from app.draw.box import PAGE
+    from app.scenes.train.deck import _frame_of, _gaps, _labels, _merged, _rects
+    trace = trace_of(query)
+    deck = build_deck(trace, PAGE)
+    p, rows, axis = trace.params, deck.rows, deck.axis
+    times = [f.time_s for f in trace.frames]
+    offsets = {lead: dict(zip(ranks[1:], dys)) | {lead: 0.0}
+               for (lead, dys), ranks in zip(deck.copies, trace.alike)}
+    assert [lead for lead, _ in deck.copies] == [ranks[0] for ranks in trace.alike]
+    copied = 0
+    for ranks in trace.alike:
+        lead = ranks[0]
+        for r in ranks:
+            dy = offsets[lead][r]
+            assert abs(rows[r].y - rows[lead].y - dy) < 1e-9
+            mine = [e for e in trace.events if e["rank"] == r]
+            drawn = _rects(mine, rows, axis, p.microbatches)
+            gaps = _gaps(mine, trace.step_s)
+            for f in deck.frames[1:]:
+                ours = [i for i, e in enumerate(mine) if _frame_of(e["start_s"], times) == f.index]
+                part = next((q for q in f.parts if q.rank == lead), None)
+                want = _merged([drawn[i] for i in ours])
+                got = [x._replace(y=round(x.y + dy, 1)) for x in part.rects] if part else []
+                assert [tuple(x) for x in want] == [tuple(x) for x in got], (r, f.index)
+                labels = _labels([mine[i] for i in ours], rows, axis, deck.small)
+                assert [(t.x, t.y, t.text) for t in labels] == \
+                    [(t.x, round(t.y + dy, 1), t.text) for t in (part.labels if part else ())]
+                idle = [(a, z) for a, z in gaps[1] if _frame_of(a, times) == f.index
+                        and axis.x(z) - axis.x(a) >= 0.8]
+                assert len(idle) == len(part.bubbles if part else ())
+                copied += bool(ours) and r != lead
+    assert copied or all(len(ranks) == 1 for ranks in trace.alike)
+    # the page draws each copy as a <use> of the first rank's block at that offset; a file of
+    # its own as a moved group (slide tools' SVG readers may not follow <use>)
+    from app.scenes.train.deck_svg import render
+    page, file = str(render(deck, len(deck.frames) - 1)), str(render(deck, 3, standalone=True))
+    assert "<use" not in file
+    for f in deck.frames:
+        for part in f.parts:
+            name = f"{deck.uid}-{f.index}-{part.rank}"
+            assert page.count(f'id="{name}"') == 1
+            for dy in dict(deck.copies)[part.rank]:
+                assert page.count(f'<use href="#{name}" y="{dy}"/>') == 1
+                if f.index <= 3:
+                    assert f'<g transform="translate(0 {dy})">' in file

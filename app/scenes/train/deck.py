@@ -25,6 +25,7 @@ writes the markup.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from operator import itemgetter
 from dataclasses import dataclass
@@ -78,15 +79,28 @@ class Label:
 
 
 @dataclass(frozen=True)
+class Part:
+    """What one rank draws in a frame: its passes and messages, their labels, its idle
+    stretches. Only the first rank of each stage has parts; the other ranks of its stage share
+    its timeline (app.sim.train.program) and are drawn as copies of it (:attr:`Deck.copies`)."""
+    rank: int
+    rects: tuple[Rect, ...]
+    labels: tuple[Label, ...]
+    bubbles: tuple[Rect, ...]
+    exposed: tuple[Rect, ...]
+
+
+@dataclass(frozen=True)
 class FrameView:
     index: int
     header: str
     unit: str
     cursor: float
-    rects: tuple[Rect, ...]
-    labels: tuple[Label, ...]
-    bubbles: tuple[Rect, ...]
-    exposed: tuple[Rect, ...]
+    parts: tuple[Part, ...]
+
+    @property
+    def labels(self) -> tuple[Label, ...]:
+        return tuple(t for part in self.parts for t in part.labels)
 
 
 @dataclass(frozen=True)
@@ -120,7 +134,15 @@ class Deck:
     bottom: float
     ticks: tuple[tuple[float, str], ...]
     frames: tuple[FrameView, ...]
-    ghost: tuple[tuple[str, tuple[Rect, ...]], ...]
+    ghost: tuple[tuple[int, tuple[tuple[str, tuple[Rect, ...]], ...]], ...]
+    """frame 0's faint marks of the whole step: (rank, ((fill, rects), …)) of each stage's first
+    rank"""
+    copies: tuple[tuple[int, tuple[float, ...]], ...]
+    """(rank, offsets): each stage's first rank and how far down the other ranks of its stage
+    are, whose blocks are drawn as copies of its own"""
+    uid: str
+    """names the deck's parts for their copies (``<use href>``): the same for the same
+    drawing, different for another"""
     legend: tuple[tuple[str, str, str, float, float], ...]
     """(kind, fill or class, text, x, y): y is the swatch's top"""
     swatch: float
@@ -174,20 +196,25 @@ def _rows(trace, b: Blocks, text: float, small: float) -> tuple[RankRow, ...]:
     every = next((e for e in (1, 2, 4, 8) if e * b.h >= text * 1.25), 16)
     coords_shown = b.h >= text * 1.3 + small * 1.35 + 4
     rows = []
+    top = round(b.top, 1)
+    lane_tops = [round(b.top + b.compute_h + k * b.lane_h + 1, 1) for k in range(len(b.lanes))]
+    lane_h = round(max(b.lane_h - 1.5, 1.5), 1)
     for r in range(p.world):
-        y = b.top + r * b.h
+        # each block is the first one moved down by a whole offset (to 0.1 unit), so that a
+        # rank drawn as a copy of another's block (deck_svg) lands exactly on its own rows
+        off = round(r * b.h, 1)
+        y = round(top + off, 1)
         c = layout.coords(r)
         coords = " ".join(f"{n}{c[n]}" for n in ("tp", "cp", "dp", "pp") if getattr(p, n) > 1)
         if p.moe and p.ep > 1:
             coords += f" ep{c['ep']}"
-        rows.append(RankRow(r, round(y, 1), round(b.h, 1), round(y, 1), round(b.compute_h, 1),
+        rows.append(RankRow(r, y, round(b.h, 1), y, round(b.compute_h, 1),
                             ((f"rank {r}" if named else str(r)) if r % every == 0 else ""),
                             coords if coords_shown else "",
                             f"{trace.rank_split[r]['bubble_s'] / trace.step_s:.0%} idle"
                             if trace.step_s and b.h >= small * 1.15 else "",
-                            tuple((lane, round(y + b.compute_h + k * b.lane_h + 1, 1),
-                                   round(max(b.lane_h - 1.5, 1.5), 1))
-                                  for k, lane in enumerate(b.lanes))))
+                            tuple((lane, round(t + off, 1), lane_h)
+                                  for lane, t in zip(b.lanes, lane_tops))))
     return tuple(rows)
 
 
@@ -309,52 +336,61 @@ def build_deck(trace, box: Box, upto: int | None = None) -> Deck:
     bottom = round(rows_top + b.h * p.world, 1)
 
     times = [f.time_s for f in trace.frames]
+    lead = {r: ranks[0] for ranks in trace.alike for r in ranks}
+    events = [e for e in trace.events if lead[e["rank"]] == e["rank"]]
     by_frame: list[list[int]] = [[] for _ in trace.frames]
-    frame_at: dict[float, int] = {}                     # a stage's ranks start alike
-    for i, e in enumerate(trace.events):
+    frame_at: dict[float, int] = {}                     # a stage's passes start alike
+    for i, e in enumerate(events):
         t = e["start_s"]
         k = frame_at.get(t)
         if k is None:
             k = frame_at[t] = _frame_of(t, times)
         by_frame[k].append(i)
-    drawn = _rects(trace.events, rows, axis, m)
-    marks: list[tuple[list, list]] = [([], []) for _ in trace.frames]
-    per_rank: list[list[dict]] = [[] for _ in range(p.world)]
-    for e in trace.events:
+    drawn = _rects(events, rows, axis, m)
+    leaders = [ranks[0] for ranks in trace.alike]
+    marks: dict[tuple[int, int], tuple[list, list]] = {}   # (frame, rank): (exposed, bubble)
+    per_rank: dict[int, list[dict]] = {r: [] for r in leaders}
+    for e in events:
         per_rank[e["rank"]].append(e)
-    gaps = {}
-    for ranks in trace.alike:                           # a stage's ranks idle alike
-        exposed_bubble = _gaps(per_rank[ranks[0]], step_s)
-        gaps.update((r, exposed_bubble) for r in ranks)
-    for r in range(p.world):
-        exposed, bubble = gaps[r]
+    for r in leaders:
         row = rows[r]
-        for which, spans in ((0, exposed), (1, bubble)):
+        for which, spans in enumerate(_gaps(per_rank[r], step_s)):
             for a, z in spans:
                 x0, x1 = axis.x(a), axis.x(z)
                 if x1 - x0 >= 0.8:
-                    marks[_frame_of(a, times)][which].append(
+                    marks.setdefault((_frame_of(a, times), r), ([], []))[which].append(
                         Rect(round(x0, 2), row.compute_y, round(x1 - x0, 2), row.compute_h, ""))
     frames = []
     for f, header in zip(frames_in, headers):
-        mine = by_frame[f.step] if f.step else []
-        events = [trace.events[i] for i in mine]
-        rects = _merged([drawn[i] for i in mine])
+        mine: dict[int, list[int]] = {}
+        for i in (by_frame[f.step] if f.step else ()):
+            mine.setdefault(events[i]["rank"], []).append(i)
+        parts = []
+        for r in leaders:
+            exposed, bubble = marks.get((f.step, r), ((), ())) if f.step else ((), ())
+            ours = mine.get(r, [])
+            if not (ours or exposed or bubble):
+                continue
+            parts.append(Part(r, tuple(_merged([drawn[i] for i in ours])),
+                              _labels([events[i] for i in ours], rows, axis, small),
+                              tuple(bubble), tuple(exposed)))
         frames.append(FrameView(f.step, header, f.unit, round(axis.x(f.time_s), 1),
-                                tuple(rects), _labels(events, rows, axis, small),
-                                tuple(marks[f.step][1]) if f.step else (),
-                                tuple(marks[f.step][0]) if f.step else ()))
+                                tuple(parts)))
     count = max(2, min(8, int((right - left) / (tick_w + small * 2))))
     ticks = tuple((round(axis.x(t), 1), human_time_us(t * 1e6))
                   for t in linear_ticks(0, step_s, count) if t <= step_s * 1.0001)
-    ghost: dict[str, list[Rect]] = {}
-    for r in _merged(drawn):
-        ghost.setdefault(r.fill, []).append(r)
+    ghost: dict[int, dict[str, list[Rect]]] = {r: {} for r in leaders}
+    for i, r in enumerate(drawn):
+        ghost[events[i]["rank"]].setdefault(r.fill, []).append(r)
+    ghosts = tuple((r, tuple((fill, tuple(_merged(rs))) for fill, rs in ghost[r].items()))
+                   for r in leaders if ghost[r])
+    copies = tuple((ranks[0], tuple(round(rows[r].y - rows[ranks[0]].y, 1) for r in ranks[1:]))
+                   for ranks in trace.alike)
     placed = tuple((kind, fill, t, x, y) for (kind, fill, t), (x, y) in zip(items, legend.at))
+    uid = "tr" + hashlib.blake2s(repr((p, box, upto)).encode(), digest_size=5).hexdigest()
     return Deck(width, height, box, title, top.title, (top.header_x, top.header_y, area.head),
-                rows, axis, axis_y, grid_top, bottom, ticks, tuple(frames),
-                tuple((k, tuple(v)) for k, v in ghost.items()), placed, legend.swatch, text,
-                small, round(right + small * 0.8, 1))
+                rows, axis, axis_y, grid_top, bottom, ticks, tuple(frames), ghosts, copies, uid,
+                placed, legend.swatch, text, small, round(right + small * 0.8, 1))
 
 
 def _header(f) -> str:
@@ -391,7 +427,7 @@ def _labels(events: list[dict], rows, axis: TimeAxis, small: float) -> tuple[Lab
         x0, x1 = axis.x(lo), axis.x(hi)
         row = rows[rank]
         label = f"{kind}{mb}"
-        x, y = round((x0 + x1) / 2, 1), round(row.compute_y + row.compute_h / 2, 1)
+        x, y = round((x0 + x1) / 2, 1), round(row.compute_y + round(row.compute_h / 2, 1), 1)
         if (row.compute_h >= small * 1.2 and fits(label, small, x1 - x0 - small * 0.4, bold=True)
                 and spots.take(text_box(x, y + small * 0.35, label, small, "middle", True))):
             out.append(Label(x, y, label, small, text_on(fills[(rank, kind, mb)])))

@@ -4,7 +4,11 @@
 after it follow the ``<svg>`` in an inert ``<template class="deck-later">``
 (app.draw.svg.later_frames) that static/js/player.js moves into the deck when it steps there.
 A frame's rectangles are one ``<path>`` per fill (thousands of tasks stay one element each
-colour); its labels one ``<text>`` of ``<tspan>``s. ``standalone`` is a file of its own: the
+colour); its labels one ``<text>`` of ``<tspan>``s. A stage's ranks share one timeline, so
+on the page the first rank's block of a frame is drawn and the others are ``<use>`` copies of
+it (the browser parses a quarter of the markup at 4 ranks a stage); a copy is styled only by
+what it carries (a document's style sheet does not reach into a ``<use>``'s copy), so what a
+frame draws carries its own presentation attributes. ``standalone`` is a file of its own: the
 style sheet inlined, concrete colours, frames up to ``current`` only, the caption underneath.
 """
 
@@ -48,11 +52,11 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
     out += _rows(deck)
     out.append('<g class="frames" shape-rendering="crispEdges">')
     for f in deck.frames[:current + 1]:
-        out += _frame(deck, f, current)
+        out += _frame(deck, f, current, standalone)
     out.append("</g>")
     out += _legend(deck)
     out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f, current) for f in deck.frames[current + 1:])))
+                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
     return Markup("".join(out))
 
 
@@ -93,27 +97,52 @@ def _rows(deck: Deck) -> list[str]:
     return out
 
 
-def _frame(deck: Deck, f: FrameView, current: int) -> list[str]:
+def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str]:
     css = "frame current" if f.index == current else "frame"
     out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
     if f.index == 0:
-        for fill, rects in deck.ghost:
-            out.append(f'<path class="tr-ghost" fill="{fill}" d="{_path(rects)}"/>')
-    if f.bubbles:
-        out.append(f'<path class="tr-bubble" d="{_path(f.bubbles)}"/>')
-    if f.exposed:
-        out.append(f'<path class="tr-exposed" d="{_path(f.exposed)}"/>')
-    out += _filled(f.rects)
-    spans = [f'<tspan x="{t.x}" y="{t.y}" fill="{t.ink}">{esc(t.text)}</tspan>'
-             for t in f.labels]
-    out.append(spans_text(f'class="tr-pass" text-anchor="middle" dominant-baseline="central" '
-                          f'font-size="{deck.small}"', spans))
+        for rank, fills in deck.ghost:
+            out += _copied(deck, f, rank, [f'<path class="tr-ghost" fill="{fill}" fill-opacity="0.22" '
+                                           f'd="{_path(rects)}"/>' for fill, rects in fills],
+                           standalone)
+    for part in f.parts:
+        inner = []
+        if part.bubbles:
+            inner.append(f'<path class="tr-bubble" fill="url(#tr-bubble-hatch)" '
+                         f'd="{_path(part.bubbles)}"/>')
+        if part.exposed:
+            inner.append(f'<path class="tr-exposed" fill="url(#tr-exposed-hatch)" '
+                         f'd="{_path(part.exposed)}"/>')
+        inner += _filled(part.rects)
+        if part.labels:
+            inner.append(spans_text(
+                f'class="tr-pass" text-anchor="middle" dominant-baseline="central" '
+                f'font-weight="700" pointer-events="none" font-size="{deck.small}"',
+                [f'<tspan x="{t.x}" y="{t.y}" fill="{t.ink}">{esc(t.text)}</tspan>'
+                 for t in part.labels]))
+        out += _copied(deck, f, part.rank, inner, standalone)
     x, y, size = deck.header
     out.append(f'<g class="only-current"><line class="cursor" x1="{f.cursor}" x2="{f.cursor}" '
                f'y1="{deck.grid_top}" y2="{deck.bottom}"/>'
                + step_header(f.header, x=x, y=y, size=size) + "</g>")
     out.append("</g>")
     return out
+
+
+def _copied(deck: Deck, f: FrameView, rank: int, inner: list[str], standalone: bool) -> list[str]:
+    """``inner`` (what ``rank`` draws in frame ``f``) and a copy of it on each other rank of
+    its stage: on the page a ``<use>`` of it (the markup the browser parses is the stage's
+    first rank's alone), in a standalone file a moved group (the SVG readers of slide tools
+    may not follow ``<use>``)."""
+    offsets = dict(deck.copies).get(rank, ())
+    body = "".join(inner)
+    if not offsets:
+        return [body]
+    if standalone:
+        return [f'<g>{body}</g>', *(f'<g transform="translate(0 {dy})">{body}</g>'
+                                    for dy in offsets)]
+    name = f"{deck.uid}-{f.index}-{rank}"
+    return [f'<g id="{name}">{body}</g>', *(f'<use href="#{name}" y="{dy}"/>' for dy in offsets)]
 
 
 def _legend(deck: Deck) -> list[str]:

@@ -23,6 +23,7 @@ from app.scenes.parallelism.page import mesh_style
 from app.scenes.train import deck as view
 from app.scenes.train import deck_svg as train_svg
 from app.scenes.train.check import CHECK
+from app.sim.parallelism.params import ParallelismParams
 from app.sim.parallelism.simulate import simulate as layout_simulate
 from app.sim.train.params import CPU, GPU, TrainParams
 from app.sim.train.simulate import TrainTrace, simulate
@@ -47,11 +48,17 @@ def train_style(standalone: bool) -> Markup:
                          c=LIGHT_COLOURS if standalone else PAGE_COLOURS))
 
 
-@lru_cache(maxsize=64)
 def mesh_markup(p: TrainParams) -> Markup:
-    """The layout's ranks and groups as /parallelism draws them (hover a rank: its groups)."""
-    trace = layout_simulate(p.layout_params())
-    return mesh_svg.render(mesh_view.build_deck(trace, only=0), 0)
+    """The layout's ranks and groups as /parallelism draws them (hover a rank: its groups).
+    The mesh is the ranks and their groups alone: of /parallelism's parameters the micro-batch
+    count reaches only its traffic panel, so one mesh is drawn per layout, not per state
+    (tests/scenes/test_train_deck.py holds it the same for every micro-batch count)."""
+    return _mesh(p.layout_params().model_copy(update={"microbatches": 1}))
+
+
+@lru_cache(maxsize=64)
+def _mesh(layout: ParallelismParams) -> Markup:
+    return mesh_svg.render(mesh_view.build_deck(layout_simulate(layout), only=0), 0)
 
 
 def page_view(p: TrainParams, trace: TrainTrace, frame: int, box: Box = PAGE) -> dict:
