@@ -55,8 +55,8 @@ def render(deck: Deck, current: int, *, standalone: bool = False,
         out += _frame(deck, f, current, standalone)
     out.append("</g>")
     out += _legend(deck)
-    out.append(deck_end(standalone, caption, deck.height,
-                        (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])))
+    later = (_frame(deck, f, current, standalone) for f in deck.frames[current + 1:])
+    out.append(deck_end(standalone, caption, deck.height, later))
     return Markup("".join(out))
 
 
@@ -102,9 +102,9 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
     out = [f'<g class="{css}" data-frame="{f.index}" data-unit="{esc(f.unit)}">']
     if f.index == 0:
         for rank, fills in deck.ghost:
-            out += _copied(deck, f, rank, [f'<path class="tr-ghost" fill="{fill}" fill-opacity="0.22" '
-                                           f'd="{_path(rects)}"/>' for fill, rects in fills],
-                           standalone)
+            faint = [f'<path class="tr-ghost" fill="{fill}" fill-opacity="0.22" '
+                     f'd="{_path(rects)}"/>' for fill, rects in fills]
+            out += _copied(deck, f, rank, faint, standalone)
     for part in f.parts:
         inner = []
         if part.bubbles:
