@@ -211,7 +211,11 @@
   // every other choice of each chip row and list and one step of every other slider, in turn,
   // then the rest of the key slider's track, nearest first, up to KEY_POSITIONS positions each
   // way. A jump farther along a track is fetched when the pointer rests over it (watchIntent).
-  var KEY_POSITIONS = 80;
+  // KEY_NEAR: the key slider's positions fetched first, four each way. A drag from rest moves
+  // a position every 40–60 ms, and its guesses (two ahead, fetched as each move is painted)
+  // get ahead of it only where the server renders a state in less than that: on /train's
+  // 50 ms states, a drag beyond two positions outran its guesses for six moves.
+  var KEY_POSITIONS = 80, KEY_NEAR = 8;
 
   function keySlider(form) {
     var key = document.body.dataset.keySlider;
@@ -246,7 +250,7 @@
     }
     var key = keySlider(form);
     var track = key ? interleave(aheadUrls(key, 1, KEY_POSITIONS), aheadUrls(key, -1, KEY_POSITIONS)) : [];
-    add(track.slice(0, 4));
+    add(track.slice(0, KEY_NEAR));
     var choices = [], steps = [];
     var inputs = form.querySelectorAll("input, select");
     Array.prototype.forEach.call(inputs, function (el, index) {
@@ -275,7 +279,7 @@
     // chips and other sliders' steps taken in turn: fetching stops at its allowance (stage.js),
     // and a person is as likely to reach for either
     add(interleave(choices, steps));
-    add(track.slice(4));
+    add(track.slice(KEY_NEAR));
     copyOf(form);  // the copy back to the live form's state
     return urls;
   }

@@ -336,8 +336,7 @@ def build_deck(trace, box: Box, upto: int | None = None) -> Deck:
     bottom = round(rows_top + b.h * p.world, 1)
 
     times = [f.time_s for f in trace.frames]
-    lead = {r: ranks[0] for ranks in trace.alike for r in ranks}
-    events = [e for e in trace.events if lead[e["rank"]] == e["rank"]]
+    events = trace.lead_events                          # each stage's first rank's
     by_frame: list[list[int]] = [[] for _ in trace.frames]
     frame_at: dict[float, int] = {}                     # a stage's passes start alike
     for i, e in enumerate(events):
@@ -436,7 +435,7 @@ def _labels(events: list[dict], rows, axis: TimeAxis, small: float) -> tuple[Lab
 
 def _legend_items(p, trace) -> list[tuple[str, str, str]]:
     """(kind, fill or class, text) of each legend item."""
-    kinds = {e["kind"] for e in trace.events if e["lane"] == "compute"}
+    kinds = {e["kind"] for e in trace.lead_events if e["lane"] == "compute"}
     items = [("F", pass_fill("F", 0, 2), "F forward"), ("B", pass_fill("B", 0, 2), "B backward")]
     if "R" in kinds:
         items.append(("R", RECOMPUTE, "R recomputed"))

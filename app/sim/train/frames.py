@@ -50,19 +50,25 @@ def _ranks(ranks: list[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
 
 
-def pass_starts(events: list[dict]) -> list[tuple[float, str, int, int, list[int]]]:
+def pass_starts(events: list[dict], alike: dict[int, tuple[int, ...]]
+                ) -> list[tuple[float, str, int, int, list[int]]]:
     """(time, kind, stage, micro-batch, ranks) of every pass's first task, by time."""
-    first: dict[tuple, tuple[float, list[int]]] = {}
+    first: dict[tuple, float] = {}
+    ranks: dict[tuple, set[int]] = {}
     for e in events:
         if e["lane"] == "compute" and e["kind"] in PASS_WORDS:
             key = (e["kind"], e["stage"], e["microbatch"])
-            t, ranks = first.get(key, (float("inf"), []))
-            first[key] = (min(t, e["start_s"]), ranks + [e["rank"]])
-    return sorted((t, k, s, m, sorted(set(rs))) for (k, s, m), (t, rs) in first.items())
+            first[key] = min(first.get(key, float("inf")), e["start_s"])
+            ranks.setdefault(key, set()).update(alike[e["rank"]])
+    return sorted((t, k, s, m, sorted(ranks[(k, s, m)])) for (k, s, m), t in first.items())
 
 
-def make_frames(p, events: list[dict], step_s: float, split: dict, intro: str) -> tuple:
-    starts = pass_starts(events)
+def make_frames(p, events: list[dict], stages: tuple[tuple[int, ...], ...], step_s: float,
+                split: dict, intro: str) -> tuple:
+    """The player's steps from the events of each stage's first rank (``events``, by start):
+    the ranks of a stage (``stages``) do as its first does, at the same moments."""
+    alike = {ranks[0]: ranks for ranks in stages}
+    starts = pass_starts(events, alike)
     optimizer = min((e["start_s"] for e in events if e["kind"] == "optimizer"),
                     default=step_s)
     times = sorted({round(t, 12) for t, *_ in starts})
@@ -78,7 +84,8 @@ def make_frames(p, events: list[dict], step_s: float, split: dict, intro: str) -
     for t, began in zip(times, groups):
         label = ", ".join(f"stage {s} {k}{m}" for k, s, m, _ in began[:3]) + \
             (" …" if len(began) > 3 else "")
-        frames.append(TrainFrame(len(frames), t, _caption(t, began, running.at(t), p.world),
+        frames.append(TrainFrame(len(frames), t, _caption(t, began, running.at(t), p.world,
+                                                          alike),
                                  "passes", f"t = {_t(t)} of {_t(step_s)}", label))
     frames.append(TrainFrame(len(frames), optimizer, _optimizer_caption(p, optimizer),
                              "optimizer", f"t = {_t(optimizer)} of {_t(step_s)}: optimizer"))
@@ -112,7 +119,8 @@ class _Running:
         return self.running
 
 
-def _caption(t: float, began, running: list[dict], world: int) -> str:
+def _caption(t: float, began, running: list[dict], world: int,
+             alike: dict[int, tuple[int, ...]]) -> str:
     """What began at ``t``, what is in flight then by kind of group, and who waits."""
     parts = []
     for kind, stage, mb, ranks in began[:3]:
@@ -124,11 +132,12 @@ def _caption(t: float, began, running: list[dict], world: int) -> str:
     flying: dict[str, set[int]] = {}
     busy: set[int] = set()
     for e in running:
-        busy.add(e["rank"])
+        ranks = alike[e["rank"]]
+        busy.update(ranks)
         if e["lane"] != "compute":
             word = f"{GROUP_WORDS.get(e.get('group', ''), e['lane'].upper())} " \
                    f"{OP_WORDS.get(e['kind'], e['kind'])}"
-            flying.setdefault(word, set()).add(e["rank"])
+            flying.setdefault(word, set()).update(ranks)
     if flying:
         text += " In flight: " + ", ".join(f"{w} ({_ranks(list(rs))})"
                                            for w, rs in list(flying.items())[:3]) + "."

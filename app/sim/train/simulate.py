@@ -1,8 +1,9 @@
 """``/train``: one training step of a 5D mix, rank by rank, as the cost model predicts it — and
 what the real run (workers/train) is compared with.
 
-The trace holds the layout (app.sim.parallelism: the same groups the workers build), every
-rank's events of one step (app.sim.train.program, timed on the calibrated machine), the split
+The trace holds the layout (app.sim.parallelism: the same groups the workers build), the events
+of one step (app.sim.train.program, timed on the calibrated machine) of each stage's first rank,
+whose timeline the stage's other ranks share (every rank's are made from them), the split
 of the step into compute, exposed communication and bubble (split.py), memory per rank
 (memory.py), the same step predicted on a GPU node for comparison, and the player's frames.
 ``to_dict()`` is DESIGN.md's ``/api/train`` contract.
@@ -70,22 +71,49 @@ def _static_fields(meta: dict) -> dict[str, tuple]:
 
 
 def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[dict], float]]:
-    """(events, each rank's split, step time) of one step of ``p`` on each machine; the events
-    of every rank on the first machine, of the scheduled ranks on the others (their splits
-    are every rank's)."""
+    """(events, each rank's split, step time) of one step of ``p`` on each machine. The events
+    are the scheduled ranks' (each stage's first: ``step.alike``), by start and rank on the
+    first machine — :func:`every_rank` gives the other ranks theirs; the splits are every
+    rank's."""
     out, static = [], None
     for k, step in enumerate(program_step(p, machines)):
         static = static or _static_fields(step.meta)
-        events = events_of(step, static, every_rank=k == 0)
+        events = events_of(step, static, every_rank=False)
+        if k == 0:
+            events.sort(key=itemgetter("start_s", "rank"))
         out.append((events, predicted_split(events, p.world, step.makespan, step.alike),
                     step.makespan))
+    return out
+
+
+def every_rank(lead: tuple[dict, ...], alike: tuple[tuple[int, ...], ...],
+               pipelines: dict[int, tuple[int, ...]]) -> list[dict]:
+    """Every rank's events from the stages' first ranks' (``lead``, by start and rank): a
+    stage's other ranks have the same, their pipeline's peers for the sends — as
+    :func:`events_of` writes them for every rank."""
+    first = {ranks[0]: ranks for ranks in alike}
+    mine: dict[int, list[dict]] = {r: [] for r in first}
+    for e in lead:
+        mine[e["rank"]].append(e)
+    out = []
+    for r, ranks in first.items():
+        out += mine[r]
+        stage_of = {peer: k for k, peer in enumerate(pipelines[r])}
+        for rank in ranks[1:]:
+            pipeline = pipelines[rank]
+            out += [{**e, "rank": rank, **({"peer": pipeline[stage_of[e["peer"]]]}
+                                            if "peer" in e else {})} for e in mine[r]]
+    out.sort(key=itemgetter("start_s", "rank"))
     return out
 
 
 @dataclass(frozen=True)
 class TrainTrace:
     params: TrainParams
-    events: tuple[dict, ...]
+    lead_events: tuple[dict, ...]
+    """the events of each stage's first rank, by start and rank: a stage's ranks share one
+    timeline (app.sim.train.program), so the deck and the player's captions read these, and
+    every rank's (:attr:`events`, the contract's) are made from them when asked for"""
     rank_split: tuple[dict, ...]
     step_s: float
     gpu_step_s: float
@@ -101,6 +129,15 @@ class TrainTrace:
     def alike(self) -> tuple[tuple[int, ...], ...]:
         """The ranks that share one timeline (a stage's: app.sim.train.program)."""
         return stage_ranks(self.layout)
+
+    @property
+    def events(self) -> tuple[dict, ...]:
+        """Every rank's events, by start and rank (the contract's ``events``), made anew each
+        time: kept beside the trace, they would hold four times its bytes where the caches do
+        not count them (app/caches.py sizes a trace when it is kept)."""
+        layout = self.layout
+        pipelines = {r: layout.group_of(r, "pp") for r in range(layout.world)}
+        return tuple(every_rank(self.lead_events, self.alike, pipelines))
 
     @property
     def predicted(self) -> dict:
@@ -150,6 +187,7 @@ def intro(p: TrainParams, step_s: float) -> str:
 def simulate(p: TrainParams) -> TrainTrace:
     (events, rows, step_s), (_, gpu_rows, gpu_step) = predict(p, Machine.of(p), Machine(**GPU))
     split = mean_split(rows)
-    frames = make_frames(p, events, step_s, split, intro(p, step_s))
+    frames = make_frames(p, events, stage_ranks(Layout.of(p.layout_params())), step_s, split,
+                         intro(p, step_s))
     return TrainTrace(p, tuple(events), tuple(rows), step_s, gpu_step, mean_split(gpu_rows),
                       per_rank(p), frames)
