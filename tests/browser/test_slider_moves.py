@@ -306,21 +306,23 @@ def test_no_tree_is_parsed_between_a_swap_and_its_paint(page):
     settle(page)
     for _ in range(100):
         page.evaluate("() => { for (let i = 0; i < 8; i++) window.__runIdle(); }")
-        if any("world=5&" in url for url in page.evaluate("() => ShardscopeStage.readyUrls()")):
+        if any("world=6&" in url for url in page.evaluate("() => ShardscopeStage.readyUrls()")):
             break
         page.wait_for_timeout(100)
-    # world 7, a guess of the move to 5, kept too (the pointer rested on it) but not parsed yet
-    # (no idle period has come since), so that a tree is wanted once the move is painted
-    page.evaluate("""() => ShardscopeStage.fetchIntent(ShardscopeStage.keptUrls()
-      .filter(u => /[?&]world=6&/.test(u)).map(u => u.replace(/([?&]world=)6&/, "$17&")))""")
-    wait_until_kept(page, r"[?&]world=7&")
-    out = page.evaluate(MOVE_AND_RUN_IDLE, [WORLD, "5"])
-    assert "5 ranks" in out["label"]                      # swapped from its tree, at once
-    assert any("world=5&" in url for url in out["before"])
+    # world 10, a guess of the move to 6 (two positions a move: 8, then 10), fetched at rest
+    # (the key slider's nearest positions) but not parsed (only the first few states at rest
+    # are), so that a tree is wanted once the move is painted
+    wait_until_kept(page, r"[?&]world=10&")
+    ready = page.evaluate("() => ShardscopeStage.readyUrls()")
+    assert not any("world=10&" in url for url in ready)
+    out = page.evaluate(MOVE_AND_RUN_IDLE, [WORLD, "6"])
+    assert "6 ranks" in out["label"]                      # swapped from its tree, at once
+    assert any("world=6&" in url for url in out["before"])
     assert out["ran"] >= 1                                # an idle callback came meanwhile …
     assert set(out["whilePainting"]) <= set(out["before"])  # … and parsed nothing
-    assert not any("world=5&" in url for url in out["whilePainting"])
-    assert set(out["painted"]) - set(out["whilePainting"])  # once painted, trees are made again
+    assert not any("world=6&" in url for url in out["whilePainting"])
+    assert any("world=10&" in url for url in
+               set(out["painted"]) - set(out["whilePainting"]))  # once painted, trees are made
 
 
 def test_the_toolbar_and_player_bar_stay_on_screen_brought_up_to_the_new_state(page):
