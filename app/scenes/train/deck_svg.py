@@ -106,13 +106,9 @@ def _frame(deck: Deck, f: FrameView, current: int, standalone: bool) -> list[str
                      f'd="{_path(rects)}"/>' for fill, rects in fills]
             out += _copied(deck, f, rank, faint, standalone)
     for part in f.parts:
-        inner = []
-        if part.bubbles:
-            inner.append(f'<path class="tr-bubble" fill="url(#tr-bubble-hatch)" '
-                         f'd="{_path(part.bubbles)}"/>')
-        if part.exposed:
-            inner.append(f'<path class="tr-exposed" fill="url(#tr-exposed-hatch)" '
-                         f'd="{_path(part.exposed)}"/>')
+        inner = [f'<path class="tr-{kind}" fill="url(#tr-{kind}-hatch)" d="{_path(rects)}"/>'
+                 for kind, rects in (("bubble", part.bubbles), ("exposed", part.exposed))
+                 if rects]
         inner += _filled(part.rects)
         if part.labels:
             inner.append(spans_text(

@@ -48,20 +48,8 @@ def events_of(step, static: dict[str, tuple] | None = None, *,
         timed.setdefault(rank, []).append(
             {"rank": rank, "lane": lane, "kind": kind, "start_s": s.start_us * 1e-6,
              "dur_s": (s.end_us - s.start_us) * 1e-6, **meta})
-    out = []
-    for ranks in step.alike:
-        mine = timed.get(ranks[0], [])
-        out += mine
-        if not every_rank:
-            continue
-        stage_of = {peer: k for k, peer in enumerate(step.pipelines[ranks[0]])}
-        for rank in ranks[1:]:
-            pipeline = step.pipelines[rank]
-            out += [{**e, "rank": rank, **({"peer": pipeline[stage_of[e["peer"]]]}
-                                            if "peer" in e else {})} for e in mine]
-    if every_rank:
-        out.sort(key=itemgetter("start_s", "rank"))
-    return out
+    out = [e for ranks in step.alike for e in timed.get(ranks[0], [])]
+    return all_ranks(out, step.alike, step.pipelines) if every_rank else out
 
 
 def _static_fields(meta: dict) -> dict[str, tuple]:
@@ -73,7 +61,7 @@ def _static_fields(meta: dict) -> dict[str, tuple]:
 def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[dict], float]]:
     """(events, each rank's split, step time) of one step of ``p`` on each machine. The events
     are the scheduled ranks' (each stage's first: ``step.alike``), by start and rank on the
-    first machine — :func:`every_rank` gives the other ranks theirs; the splits are every
+    first machine — :func:`all_ranks` gives the other ranks theirs; the splits are every
     rank's."""
     out, static = [], None
     for k, step in enumerate(program_step(p, machines)):
@@ -86,11 +74,10 @@ def predict(p: TrainParams, *machines: Machine) -> list[tuple[list[dict], list[d
     return out
 
 
-def every_rank(lead: tuple[dict, ...], alike: tuple[tuple[int, ...], ...],
+def all_ranks(lead: list[dict] | tuple[dict, ...], alike: tuple[tuple[int, ...], ...],
                pipelines: dict[int, tuple[int, ...]]) -> list[dict]:
-    """Every rank's events from the stages' first ranks' (``lead``, by start and rank): a
-    stage's other ranks have the same, their pipeline's peers for the sends — as
-    :func:`events_of` writes them for every rank."""
+    """Every rank's events, by start and rank, from the stages' first ranks' (``lead``): a
+    stage's other ranks have the same, their pipeline's peers for the sends."""
     first = {ranks[0]: ranks for ranks in alike}
     mine: dict[int, list[dict]] = {r: [] for r in first}
     for e in lead:
@@ -137,7 +124,7 @@ class TrainTrace:
         not count them (app/caches.py sizes a trace when it is kept)."""
         layout = self.layout
         pipelines = {r: layout.group_of(r, "pp") for r in range(layout.world)}
-        return tuple(every_rank(self.lead_events, self.alike, pipelines))
+        return tuple(all_ranks(self.lead_events, self.alike, pipelines))
 
     @property
     def predicted(self) -> dict:
