@@ -140,20 +140,64 @@ def later_frames(frames: Iterable[list[str]]) -> str:
     empty layer that carries its content as text (:func:`lazy_layer`): a slider's swap then
     costs the browser neither their style and layout nor the parsing of their elements.
     static/js/player.js moves a layer into the deck and makes its elements when the player
-    reaches it. "" when there are none."""
-    layers = [lazy_layer(frame) for frame in frames]
-    if not layers:
+    reaches it. A part that several later frames repeat (an arrow along a link a schedule uses
+    step after step, a lane's label) is written once, in the template's ``data-pieces``
+    (:func:`shared_pieces`), and where it stood a layer holds its number. "" when there are
+    none."""
+    frames = list(frames)
+    if not frames:
         return ""
-    return f'<template class="deck-later"><svg xmlns="{SVG_NS}">{"".join(layers)}</svg></template>'
+    pieces = shared_pieces(frames)
+    layers = "".join(lazy_layer(frame, pieces) for frame in frames)
+    listed = (f" data-pieces='{_attr_text(PIECE_SEP.join(pieces))}'" if pieces else "")
+    return f'<template class="deck-later"><svg xmlns="{SVG_NS}"{listed}>{layers}</svg></template>'
 
 
-def lazy_layer(frame: list[str]) -> str:
+PIECE_OPEN, PIECE_CLOSE, PIECE_SEP = "\ue000", "\ue001", "\ue002"
+"""A shared piece's number in a layer's text is written between PIECE_OPEN and PIECE_CLOSE,
+and the pieces are listed one after another, PIECE_SEP between them (characters of Unicode's
+private use area, which no markup of the decks holds: :func:`shared_pieces` checks)."""
+PIECE_MIN = 40
+"""Shorter parts are written where they stand: a number and its marks cost nearly as much."""
+
+
+def shared_pieces(frames: list[list[str]]) -> dict[str, int]:
+    """The parts of the frames' contents (neither a frame's start tag nor its close) that
+    occur more than once and are at least PIECE_MIN characters long, each with its number, in
+    the order they first occur."""
+    seen: dict[str, int] = {}
+    for frame in filter(_parted, frames):
+        for part in frame[1:-1]:
+            if len(part) >= PIECE_MIN:
+                seen[part] = seen.get(part, 0) + 1
+    shared = [part for part, times in seen.items() if times > 1]
+    assert not any(c in part for part in shared for c in (PIECE_OPEN, PIECE_CLOSE, PIECE_SEP))
+    return {part: k for k, part in enumerate(shared)}
+
+
+def _parted(frame: list[str]) -> bool:
+    """Whether ``frame``'s first part is its start tag alone and its last its close."""
+    return frame[0].find(">") == len(frame[0]) - 1 and frame[-1] == "</g>"
+
+
+def _attr_text(markup: str) -> str:
+    """Markup as the text of a single-quoted attribute: only ' and & need escaping."""
+    return markup.replace("&", "&amp;").replace("'", "&#39;")
+
+
+def lazy_layer(frame: list[str], pieces: dict[str, int] | None = None) -> str:
     """A frame's group (its ``<g …>`` start tag, its content, ``</g>``) as an empty layer that
     carries its content as text: parsing an attribute costs the browser next to nothing,
-    parsing its elements a few microseconds each. Inside a single-quoted attribute only ' and &
-    need escaping."""
-    markup = "".join(frame)
-    head = markup.index(">") + 1
-    assert markup.startswith("<g ") and markup.endswith("</g>"), markup[:80]
-    body = markup[head:-4].replace("&", "&amp;").replace("'", "&#39;")
-    return f"{markup[:head - 1]} data-markup='{body}'></g>"
+    parsing its elements a few microseconds each. A part of ``pieces`` is written as its
+    number (:func:`later_frames`)."""
+    start = frame[0]
+    if pieces and _parted(frame):
+        head, body = len(start), "".join(
+            f"{PIECE_OPEN}{pieces[part]}{PIECE_CLOSE}" if part in pieces else part
+            for part in frame[1:-1])
+    else:
+        markup = "".join(frame)
+        start, head = markup, markup.index(">") + 1
+        body = markup[head:-4]
+    assert start.startswith("<g ") and frame[-1].endswith("</g>"), start[:80]
+    return f"{start[:head - 1]} data-markup='{_attr_text(body)}'></g>"

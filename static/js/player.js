@@ -16,6 +16,7 @@
   var BASE_MS = 1400;                       // one step at 1× speed
   var reduceMotion = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
   var active = null;                        // the player the keyboard drives
+  var PIECE = /\ue000(\d+)\ue001/g;          // a shared piece's number in a later layer's text
 
   function Player(root) {
     this.root = root;
@@ -49,6 +50,12 @@
     // frames after the first one shown wait, inert and as text, in a template until needed
     var later = root.querySelector("template.deck-later");
     this.later = later ? Array.prototype.slice.call(later.content.querySelectorAll("g.frame")) : [];
+    // the parts several later layers repeat, written once (app/draw/deck.py, later_frames)
+    var listed = later && later.content.firstElementChild;
+    this.pieces = listed && listed.hasAttribute("data-pieces") ?
+      listed.getAttribute("data-pieces").split("\ue002") : [];
+    var pieces = this.pieces;
+    this.piece = function (_, k) { return pieces[+k]; };
     this.holder = root.querySelector("svg.deck g.frames");
     this.captions = Array.prototype.slice.call(root.querySelectorAll("[data-captions] > li"));
     this.scrub = root.querySelector("[data-scrub]");
@@ -135,6 +142,7 @@
       var markup = group.getAttribute("data-markup");
       if (markup !== null) {
         group.removeAttribute("data-markup");
+        if (this.pieces.length) markup = markup.replace(PIECE, this.piece);
         group.insertAdjacentHTML("afterbegin", markup);
       }
       this.groups.push(group);

@@ -64,6 +64,31 @@ def test_the_url_opens_that_very_step(page):
     assert page.locator('svg.deck g.frame[data-frame="4"].current').count() == 1
 
 
+def test_later_steps_are_made_with_their_shared_parts(page, client):
+    """The later frames' template writes an arrow that several steps draw once (app/draw/
+    deck.py, later_frames): every step the player makes draws the elements the server wrote
+    for it, arrows and header included, and no piece's number is left in the page."""
+    from tests.later_frames import expand
+    url = "/collective?world=30&count=8"
+    fragment = client.get(url, headers={"HX-Request": "true"}).text
+    later = fragment.split('<template class="deck-later">', 1)[1]
+    assert "data-pieces=" in later
+    written = {int(re.search(r'data-frame="(\d+)"', f).group(1)): f for f in expand(later)}
+    page.goto(page.base + url)
+    for k in (1, 2, 17, 58):
+        page.evaluate("k => document.querySelector('[data-player]').__player.show(k, false)", k)
+        made = page.evaluate("""k => { const g = document.querySelector(
+            `svg.deck g.frame[data-frame="${k}"]`);
+            return {arrows: g.querySelectorAll(".arrows .arrow").length,
+                    elements: g.querySelectorAll("*").length, text: g.textContent,
+                    current: g.classList.contains("current")}; }""", k)
+        expected = written[k]
+        assert made["current"]
+        assert made["arrows"] == expected.count('<g class="arrow"') > 0
+        assert made["elements"] == len(re.findall(r"<[a-z]", expected)) - 1
+        assert "\ue000" not in made["text"] and "Communication step" in made["text"]
+
+
 def test_embed_opens_inside_an_iframe(page):
     snippet, frame = embedded(page, "/collective?world=4&count=8")
     assert snippet.startswith("<iframe") and "/embed/collective?" in snippet

@@ -73,3 +73,18 @@ def test_latency_part_is_steps_times_alpha_for_the_ring():
     trace = simulate(CollectiveParams(op="all_reduce", world=8, count=16, alpha_us=5))
     assert trace.cost.latency_us == pytest.approx(14 * 5)
     assert trace.cost.time_us > trace.cost.latency_us
+
+
+@pytest.mark.parametrize("op", cost.RING_PASS_OPS)
+@pytest.mark.parametrize("gpus_per_node", [1, 3, 8])
+def test_ring_pass_costs_are_the_built_schedules_to_the_last_bit(op, gpus_per_node):
+    """The cost panel's closed form against step_costs on the schedule it stands for, built
+    move by move, for every world the slider reaches (sampled: every fifth, and the ends)."""
+    links = cost.Links(alpha_us=5, intra_node_gbs=300, inter_node_gbs=25,
+                       gpus_per_node=gpus_per_node)
+    for world in [1, 2, 3, *range(4, 65, 5), 64]:
+        built = cost.step_costs(build(op, "ring", world, 2 * world), links)
+        closed = cost.ring_pass_costs(op, world, links)
+        assert closed.messages.shape == built.messages.shape
+        assert closed.messages.tobytes() == built.messages.tobytes()
+        assert closed.us_per_byte.tobytes() == built.us_per_byte.tobytes()

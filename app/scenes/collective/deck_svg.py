@@ -16,7 +16,7 @@ from functools import lru_cache
 from markupsafe import Markup
 
 from app.draw.deck import frame_start, write_deck
-from app.draw.svg import arrow, attrs, el, esc, text, title
+from app.draw.svg import arrow, attrs, el, esc, esc_text, text, title
 from app.scenes.collective.deck import COMPLETE, Deck, MergedCells
 
 
@@ -85,15 +85,18 @@ def _labels(deck: Deck) -> list[str]:
 
 
 def _shared_arrows(deck: Deck, frames, current: int, standalone: bool) -> tuple[dict, str]:
-    """In a merged deck (33–64 ranks), the arrows of a step whose arrows another step repeats
-    (a ring sends along the same 64 links every step) are drawn once, in ``<defs>``, and each
-    such step shows them with a ``<use>``: (frame index → its arrows' markup, the defs)."""
+    """In a merged deck (33–64 ranks), the arrows of the frames drawn in the deck (up to
+    ``current``): those of a step whose arrows another such step repeats (a ring sends along
+    the same 64 links every step) are drawn once, in ``<defs>``, and each such step shows them
+    with a ``<use>``. A later frame's arrows stay parts of their own, which the template of
+    later frames writes once however many frames repeat them (app/draw/deck.py,
+    later_frames). (frame index → its arrows' markup parts, the defs)."""
     if not deck.merged:
         return {}, ""
     markup: dict[tuple, str] = {}   # a step's arrows → their markup, written once
     drawn = {}
     for f in frames:
-        if f.arrows and (not standalone or f.index == current):
+        if f.arrows and f.index <= current and (not standalone or f.index == current):
             m = markup.get(f.arrows)
             if m is None:
                 m = markup[f.arrows] = "".join(_arrows(f.arrows))
@@ -107,8 +110,10 @@ def _shared_arrows(deck: Deck, frames, current: int, standalone: bool) -> tuple[
         if times > 1:
             ids[markup] = f"links-{len(ids)}"
             defs.append(f'<g id="{ids[markup]}">{markup}</g>')
-    return ({k: f'<use href="#{ids[m]}"/>' if m in ids else m for k, m in drawn.items()},
-            "".join(defs))
+    parts = {k: [f'<use href="#{ids[m]}"/>' if m in ids else m] for k, m in drawn.items()}
+    if not standalone:
+        parts.update((f.index, _arrows(f.arrows)) for f in frames if f.index > current)
+    return parts, "".join(defs)
 
 
 def _frame(deck: Deck, frame, current: int, standalone: bool,
@@ -137,16 +142,23 @@ def _frame(deck: Deck, frame, current: int, standalone: bool,
     if not standalone or index == current:
         out.append('<g class="only-current arrows">')
         if deck.merged:
-            out.append(arrows.get(index, ""))
+            out.extend(arrows.get(index, ()))
         else:
             out.extend(_arrows(frame.arrows))
         out.append("</g>")
+        # the header's start tag a part of its own: every frame's is the same, and the
+        # template of later frames writes it once (app/draw/deck.py, later_frames)
         x, y, size = deck.layout.header
-        out.append(text(x, y, frame.header, class_="only-current ink step-header",
-                        font_size=size, font_weight=700, text_anchor="start",
-                        dominant_baseline="auto"))
+        out += [_header_start(x, y, size), esc_text(frame.header), "</text>"]
     out.append("</g>")
     return out
+
+
+@lru_cache(maxsize=64)
+def _header_start(x: float, y: float, size: float) -> str:
+    head = attrs(x=round(x, 1), y=round(y, 1), class_="only-current ink step-header",
+                 font_size=size, font_weight=700, text_anchor="start", dominant_baseline="auto")
+    return f"<text {head}>"
 
 
 def _merged_cells(cells) -> list[str]:

@@ -180,7 +180,28 @@ def curves(op: str, world: int, links: Links,
 def schedule_costs(op: str, algorithm: str, world: int, links: Links) -> StepCosts:
     """The step costs of ``op``'s schedule on ``world`` ranks (its shape does not depend on the
     size: only the bytes scale, so a schedule of ``world`` chunks stands for any size)."""
+    if algorithm == "ring" and op in RING_PASS_OPS:
+        return ring_pass_costs(op, world, links)
     return step_costs(build(op, algorithm, world, count=world * 2), links)
+
+
+RING_PASS_OPS: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather")
+"""The ring ops made of passes in which every rank sends one chunk to its right neighbour."""
+
+
+def ring_pass_costs(op: str, world: int, links: Links) -> StepCosts:
+    """``step_costs(build(op, "ring", world, 2·world), links)`` without building the schedule's
+    2(n−1)·n moves (a first visit of 64 ranks spent more on them than on the page's own trace).
+
+    Every step of ``schedules._ring_pass`` has each rank r send one chunk to r+1: one message,
+    of 2 of the 2·world elements (the chunks are equal), through the link from r to r+1. The
+    arithmetic is step_costs' own (elements / count / rate, rate = GB/s · 10³), so the arrays
+    are equal to the last bit; tests/sim/test_collective_cost.py holds them to it for every op,
+    world and node layout."""
+    steps = step_count(op, "ring", world, 2 * world)
+    rate = np.array([links.gbs(r, (r + 1) % world) * 1e3 for r in range(world)])
+    row = 2 / (2 * world) / rate
+    return StepCosts(np.ones((steps, world)), np.tile(row, (steps, 1)))
 
 
 def collective_time_us(op: str, world: int, links: Links, size_bytes: float,
