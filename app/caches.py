@@ -31,7 +31,7 @@ import gc
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from dataclasses import fields, is_dataclass
 from functools import lru_cache, wraps
@@ -59,6 +59,27 @@ def _is_record(item: Any) -> bool:
 def _record_bytes(record: tuple) -> int:
     """A record's tuple and its numbers (its text is counted apart)."""
     return sys.getsizeof(record) + sum(sys.getsizeof(x) for x in record if type(x) is not str)
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _flat_row(items) -> tuple[list, list] | None:
+    """Eight evenly spaced of ``items`` and their fields' values, if they are instances of one
+    dataclass whose values are numbers and text (else None)."""
+    cls = type(items[0])
+    if type(items[-1]) is not cls or not is_dataclass(cls):
+        return None
+    picked = [items[k * (len(items) - 1) // 7] for k in range(8)]
+    if any(type(x) is not cls for x in picked):
+        return None
+    names = _field_names(cls)
+    values = [getattr(x, name) for x in picked for name in names]
+    if any(type(v) not in FLAT for v in values):
+        return None
+    return picked, values
 
 
 def approx_bytes(obj: Any, sample: int = 48) -> int:
@@ -95,6 +116,21 @@ def approx_bytes(obj: Any, sample: int = 48) -> int:
                     stack.extend((x, weight) for r in picked for x in r if type(x) is str)
                 else:
                     stack.extend((x, weight) for x in items)
+            elif len(items) > RECORDS and (row := _flat_row(items)) is not None:
+                # many flat dataclass instances of one type (a frame's arrows, a step's
+                # transfers: numbers and text only, so nothing of theirs is shared but text):
+                # their mean size from eight of them, evenly spaced; a text two of them share
+                # (a colour, an empty label) is most often shared by all, so counted once
+                picked, values = row
+                each = weight * len(items) / 8
+                texts: dict[int, int] = {}
+                for v in values:
+                    if type(v) is str:
+                        texts[id(v)] = texts.get(id(v), 0) + 1
+                total += each * sum(map(sys.getsizeof, picked))
+                seen.update(map(id, picked))
+                stack.extend((v, weight if type(v) is str and texts[id(v)] > 1 else each)
+                             for v in values)
             elif len(items) > 2 * sample:
                 step = len(items) / sample
                 picked = [items[int(k * step)] for k in range(sample)]
@@ -106,7 +142,7 @@ def approx_bytes(obj: Any, sample: int = 48) -> int:
             stack.extend((x, weight) for pair in item.items() for x in pair)
         elif is_dataclass(item) and not isinstance(item, type):
             total += weight * sys.getsizeof(item)
-            stack.extend((getattr(item, f.name), weight) for f in fields(item))
+            stack.extend((getattr(item, name), weight) for name in _field_names(type(item)))
         elif hasattr(item, "__dict__") and not isinstance(item, type):
             total += weight * sys.getsizeof(item)
             stack.extend((x, weight) for x in vars(item).values())
@@ -116,12 +152,17 @@ def approx_bytes(obj: Any, sample: int = 48) -> int:
 
 
 class ByteCache:
-    """A thread-safe LRU map bounded by the bytes of what it holds."""
+    """A thread-safe LRU map bounded by the bytes of what it holds. A cache whose ``size`` walks
+    objects (:func:`approx_bytes`) is ``deferred``: an entry is kept at once and sized by
+    :func:`settle`, after the answer that computed it has been sent (:class:`SettleCaches`),
+    so that no one waits for the walk."""
 
-    def __init__(self, name: str, max_bytes: int, size: Callable[[Any], int] = len):
+    def __init__(self, name: str, max_bytes: int, size: Callable[[Any], int] = len,
+                 deferred: bool = False):
         self.name = name
         self.max_bytes = max_bytes
         self.size = size
+        self.deferred = deferred
         self.items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self.total = 0
         self.lock = threading.Lock()
@@ -136,18 +177,44 @@ class ByteCache:
             return entry[0]
 
     def put(self, key: Hashable, value: Any) -> None:
-        nbytes = self.size(value)
-        if nbytes > self.max_bytes // 4:
+        if self.deferred:
+            self._keep(key, value, 0)
+            UNSIZED.append((self, key, value))
+            if len(UNSIZED) > MOST_UNSIZED:
+                settle()
             return
+        nbytes = self.size(value)
+        if nbytes <= self.max_bytes // 4:
+            self._keep(key, value, nbytes)
+
+    def _keep(self, key: Hashable, value: Any, nbytes: int) -> None:
         with self.lock:
             old = self.items.pop(key, None)
             if old is not None:
                 self.total -= old[1]
             self.items[key] = (value, nbytes)
             self.total += nbytes
-            while self.total > self.max_bytes:
-                _, (_, dropped) = self.items.popitem(last=False)
-                self.total -= dropped
+            self._evict()
+
+    def _evict(self) -> None:
+        while self.total > self.max_bytes:
+            _, (_, dropped) = self.items.popitem(last=False)
+            self.total -= dropped
+
+    def sized(self, key: Hashable, value: Any, nbytes: int) -> None:
+        """``value``, kept for ``key`` unsized, holds ``nbytes``: count them (one larger than a
+        quarter of the budget is not kept), unless it has gone or been replaced meanwhile."""
+        with self.lock:
+            entry = self.items.get(key)
+            if entry is None or entry[0] is not value:
+                return
+            if nbytes > self.max_bytes // 4:
+                del self.items[key]
+                self.total -= entry[1]
+                return
+            self.items[key] = (value, nbytes)   # in its place in the LRU order
+            self.total += nbytes - entry[1]
+            self._evict()
 
     def clear(self) -> None:
         with self.lock:
@@ -160,8 +227,25 @@ class ByteCache:
                     "max_bytes": self.max_bytes}
 
 
-TRACES = ByteCache("traces", 128 * MiB, approx_bytes)
-DECKS = ByteCache("decks", 64 * MiB, approx_bytes)
+UNSIZED: deque[tuple[ByteCache, Hashable, Any]] = deque()
+"""Entries of deferred caches kept but not sized yet, oldest first."""
+MOST_UNSIZED = 32
+"""Past this many, a put sizes them all at once (where no answer is sent to settle after: the
+command line, a bench, a test)."""
+
+
+def settle() -> None:
+    """Size every entry kept unsized (any thread; each once)."""
+    while True:
+        try:
+            cache, key, value = UNSIZED.popleft()
+        except IndexError:
+            return
+        cache.sized(key, value, cache.size(value))
+
+
+TRACES = ByteCache("traces", 128 * MiB, approx_bytes, deferred=True)
+DECKS = ByteCache("decks", 64 * MiB, approx_bytes, deferred=True)
 PAGES = ByteCache("pages", 48 * MiB)
 JSON = ByteCache("json", 96 * MiB)
 EXPORTS = ByteCache("exports", 32 * MiB)
