@@ -253,6 +253,7 @@ def build_deck(trace: CollectiveTrace, box: Box = PAGE, upto: int | None = None)
     taken = _taken(nodes, node_font, lay)
     phases = [f.phase for f in trace.frames]
     titles = headers(trace)
+    changes = _changed_cells(trace, last, columns, column_starts)
     for k in range(last + 1):
         frame = trace.frames[k]
         if k == 0:
@@ -263,14 +264,10 @@ def build_deck(trace: CollectiveTrace, box: Box = PAGE, upto: int | None = None)
             arrows: tuple[Arrow, ...] = ()
             unit = "before the collective"
         else:
-            changed = ((values[k] != values[k - 1]) | (filled[k] != filled[k - 1])
-                       | (sources[k] != sources[k - 1]))  # (world, buffer_len)
-            # any element of each drawn column changed: (world, columns)
-            changed_cells = np.logical_or.reduceat(changed[:, :columns[-1][2]], column_starts, axis=1)
+            where, firsts = changes[k - 1]
             origin = _origins(trace.schedule.steps[k - 1], columns, col_of_element, row_y)
-            where = list(zip(*map(np.ndarray.tolist, np.nonzero(changed_cells))))
             cells = (_merge(trace, k, where, origin, columns, row_y, cell_x, cell_y, cell_w,
-                            cell_h, palette) if merged else
+                            cell_h, palette, firsts) if merged else
                      tuple(cell(r, c, k, _fly(origin.get((r, c)), columns[c][3], row_y[r]))
                            for r, c in where))
             arrows = _arrows(trace, k, lanes, radius, lay, links, taken)
@@ -312,17 +309,41 @@ class MergedCells:
         return self.count
 
 
+def _changed_cells(trace, last: int, columns, column_starts) -> list[tuple[list, tuple]]:
+    """For each step k = 1 … ``last``: the (rank, column) cells it changes (any element of the
+    column changed in value, fill or sources), in rank then column order, and what their
+    first elements hold after it (filled, sources) — for every step at once (a few array
+    operations, not a few per step)."""
+    if last < 1:
+        return []
+    end = columns[-1][2]
+    values, filled, sources = (a[:last + 1, :, :end] for a in
+                               (trace.values, trace.filled, trace.sources))
+    changed = ((values[1:] != values[:-1]) | (filled[1:] != filled[:-1])
+               | (sources[1:] != sources[:-1]))                 # (steps, world, elements)
+    per_cell = np.logical_or.reduceat(changed, column_starts, axis=2)   # (steps, world, columns)
+    steps, rows, cols = np.nonzero(per_cell)
+    starts = np.asarray(column_starts)[cols]
+    full = filled[steps + 1, rows, starts].tolist()
+    masks = sources[steps + 1, rows, starts].tolist()
+    bounds = np.searchsorted(steps, np.arange(last + 1)).tolist()
+    cells = list(zip(rows.tolist(), cols.tolist()))
+    return [(cells[a:b], (full[a:b], masks[a:b])) for a, b in zip(bounds, bounds[1:])]
+
+
 def _merge(trace, k: int, where, origin, columns, row_y, cell_x, cell_y, cell_w, cell_h,
-           palette) -> MergedCells:
+           palette, firsts: tuple[list, list] | None = None) -> MergedCells:
     """The cells at (rank, column) ``where`` of frame ``k``, grouped as deck_svg draws them:
-    the same rectangles, fills and flights as :func:`build_deck`'s ``cell`` and ``_fly``."""
+    the same rectangles, fills and flights as :func:`build_deck`'s ``cell`` and ``_fly``.
+    ``firsts``: what each cell's first element holds in frame k (filled, sources), where
+    :func:`_changed_cells` has read them."""
     groups: dict[tuple, list[str]] = {}
     flights: dict[tuple, float] = {}
-    # each cell's first element, read from the frame's arrays at once
-    rows = [r for r, _ in where]
-    starts = [columns[c][1] for _, c in where]
-    is_filled = trace.filled[k][rows, starts].tolist()
-    masks = trace.sources[k][rows, starts].tolist()
+    if firsts is None:   # each cell's first element, read from the frame's arrays at once
+        rows = [r for r, _ in where]
+        starts = [columns[c][1] for _, c in where]
+        firsts = (trace.filled[k][rows, starts].tolist(), trace.sources[k][rows, starts].tolist())
+    is_filled, masks = firsts
     for (r, c), full, mask in zip(where, is_filled, masks):
         if not full:
             key = ("", 0, 0)
