@@ -46,6 +46,11 @@ class ClientGone(Exception):
     """The request's client went away while it waited for its turn."""
 
 
+class GaveWay(ClientGone):
+    """A state fetched ahead stopped rendering so that someone's own move, waiting for the
+    turn, goes first (:meth:`Turns.give_way`); what it computed so far is kept."""
+
+
 class Turns:
     """New states rendered one at a time in this process, in the order they were asked for.
 
@@ -54,22 +59,31 @@ class Turns:
     every ``poll_s`` it asks whether its client is still there: htmx aborts a move's request when
     the next move comes (hx-sync="this:replace"), so a drag of twenty moves costs the server the
     states it was still on when its turn came, not twenty renders — and a lecturer's move waits
-    behind at most one state per student, not behind every move of every drag."""
+    behind at most one state per student, not behind every move of every drag. A state
+    fetched ahead (a drag's guess, rendered between a person's moves) gives way to a move that
+    comes while it renders, at the next point where it can stop (:meth:`give_way`); a move
+    waiting for the turn is handed it before any state fetched ahead."""
 
     def __init__(self, poll_s: float = 0.02):
         self.poll_s = poll_s
         self._lock = threading.Lock()
-        self._queue: deque[threading.Event] = deque()  # waiting turns, first asked first
+        # waiting turns, first asked first: (event, whether it is a state fetched ahead)
+        self._queue: deque[tuple[threading.Event, bool]] = deque()
+        self._people = 0       # how many of them are someone's own move
         self._busy = False
+        self._holder = threading.local()   # whether this thread holds a turn fetched ahead
 
     @contextmanager
-    def turn(self, gone: Callable[[], bool]):
+    def turn(self, gone: Callable[[], bool], ahead: bool = False):
         """Hold this process's render turn; raise :class:`ClientGone` if ``gone()`` says the
-        client left while waiting for it."""
+        client left while waiting for it. ``ahead``: the turn of a state fetched ahead, which
+        gives way to someone's own move at :meth:`give_way`."""
         mine = threading.Event()
+        entry = (mine, ahead)
         with self._lock:
             if self._busy:
-                self._queue.append(mine)
+                self._queue.append(entry)
+                self._people += not ahead
             else:
                 self._busy = True
                 mine.set()
@@ -77,16 +91,32 @@ class Turns:
             if gone():
                 with self._lock:
                     if not mine.is_set():  # (else the turn was just handed over: take it)
-                        self._queue.remove(mine)
+                        self._queue.remove(entry)
+                        self._people -= not ahead
                         raise ClientGone
         try:
+            self._holder.ahead = ahead
             yield
         finally:
+            self._holder.ahead = False
             with self._lock:
                 if self._queue:
-                    self._queue.popleft().set()
+                    # someone's own move first, then the states fetched ahead, each in order
+                    entry = (next(e for e in self._queue if not e[1]) if self._people
+                             else self._queue[0])
+                    self._queue.remove(entry)
+                    self._people -= not entry[1]
+                    entry[0].set()
                 else:
                     self._busy = False
+
+    def give_way(self) -> None:
+        """Where a render of a state fetched ahead may stop (between its trace, its deck and
+        its page): if someone's own move waits for the turn, raise :class:`GaveWay`, so that
+        the move waits for a part of a render at most, not for the whole of it. A no-op in
+        any other turn."""
+        if getattr(self._holder, "ahead", False) and self._people:
+            raise GaveWay
 
     @property
     def waiting(self) -> int:

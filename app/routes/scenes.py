@@ -130,16 +130,21 @@ def scene_router(scene: Scene) -> APIRouter:
             if kept is not None:
                 return kept, 200
             # a state not rendered yet: in this process's turn (unless its asker has gone)
-            with TURNS.turn(lambda: client_gone(request)):
+            # (a state fetched ahead stops between its trace, its deck and its page when
+            # someone's own move comes meanwhile: TURNS.give_way)
+            with TURNS.turn(lambda: client_gone(request), ahead=is_ahead(request.headers)):
                 trace = trace_of(scene, params)
                 frame = nearest_frame(query, scene.frame_count(trace))
                 extra = real_run(request, params)
                 key = (scene.slug, params, frame, embed, block, box, repr(extra))
                 cached = PAGES.get(key)
                 if cached is None:
+                    TURNS.give_way()
+                    drawn = scene.page_context(params, trace, frame, box)
+                    TURNS.give_way()
                     ctx = {**base, "params": params, "values": params.model_dump(),
                            "trace": trace, "problems": [], "frame": frame, "box": box, **extra,
-                           **scene.page_context(params, trace, frame, box)}
+                           **drawn}
                     cached = render(scene.template, block, **ctx)
                     PAGES.put(key, cached)
         except ParamsError as error:

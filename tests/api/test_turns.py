@@ -75,3 +75,66 @@ def test_a_request_whose_client_left_gives_its_turn_up():
     for t in threads:
         t.join(5)
     assert done == ["lecturer"]
+
+
+def test_a_state_fetched_ahead_gives_way_to_a_move_that_comes_while_it_renders():
+    """The drag's guess renders between a person's moves; the next move comes meanwhile: the
+    guess stops at its next give_way (GaveWay, a ClientGone: the route answers 204) and the
+    move is handed the turn before another guess that asked earlier."""
+    turns, order = Turns(poll_s=0.005), []
+    traced, move_waits = threading.Event(), threading.Event()
+
+    def guess(name, wait_for=None):
+        try:
+            with turns.turn(lambda: False, ahead=True):
+                order.append(f"{name} starts")
+                turns.give_way()            # nobody waits yet: goes on
+                traced.set()
+                if wait_for is not None:
+                    wait_for.wait(5)
+                turns.give_way()            # the move waits now: stops here
+                order.append(f"{name} finished")
+        except ClientGone as gave_way:
+            order.append(f"{name} gave way ({type(gave_way).__name__})")
+
+    def move():
+        with turns.turn(lambda: False):
+            order.append("move")
+            turns.give_way()                # a no-op in someone's own turn
+
+    first = threading.Thread(target=guess, args=("guess 1", move_waits))
+    first.start()
+    traced.wait(5)
+    second = threading.Thread(target=guess, args=("guess 2",))
+    second.start()                          # asks before the move, waits
+    time.sleep(0.03)
+    person = threading.Thread(target=move)
+    person.start()
+    time.sleep(0.03)
+    assert turns.waiting == 2
+    move_waits.set()
+    for t in (first, second, person):
+        t.join(5)
+    assert order == ["guess 1 starts", "guess 1 gave way (GaveWay)", "move", "guess 2 starts",
+                     "guess 2 finished"]
+    assert turns.waiting == 0
+
+
+def test_a_guess_that_gave_way_is_answered_204_and_not_kept(client):
+    from app.routes import ahead
+    calls = []
+    original = ahead.TURNS.give_way
+
+    def someone_waits():
+        calls.append(1)
+        if len(calls) == 2:                 # after the trace, before the page
+            raise ahead.GaveWay
+    ahead.TURNS.give_way = someone_waits
+    try:
+        url = "/collective?world=13&count=26"
+        gave = client.get(url, headers={"HX-Request": "true", "X-Fetch-Ahead": "guess"})
+    finally:
+        ahead.TURNS.give_way = original
+    assert gave.status_code == 204 and gave.headers["cache-control"] == "no-store"
+    again = client.get(url, headers={"HX-Request": "true", "X-Fetch-Ahead": "guess"})
+    assert again.status_code == 200 and "13 ranks" in again.text
