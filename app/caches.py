@@ -234,6 +234,17 @@ MOST_UNSIZED = 32
 command line, a bench, a test)."""
 
 
+def after_answer() -> None:
+    """What an answer's computation left to do once the answer has gone: size what it kept
+    (:func:`settle`), and the collector's pass if one is due (:func:`collect_after_answer`)."""
+    settle()
+    collect_after_answer()
+
+
+def after_answer_due() -> bool:
+    return bool(UNSIZED) or gc.get_count()[0] >= AFTER_ANSWER_THRESHOLDS[0]
+
+
 def settle() -> None:
     """Size every entry kept unsized (any thread; each once)."""
     while True:
@@ -333,6 +344,28 @@ objects instead costs a few MB at most between passes."""
 def tune_collector() -> None:
     """Collect cycles less often (:data:`COLLECTOR_THRESHOLDS`)."""
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
+
+
+AFTER_ANSWER_THRESHOLDS = (25_000, 40, 10)
+"""After an answer has been sent, a pass of the cycle collector runs once this many container
+objects are new since the last; the middle generation's every 40 such passes, the oldest's
+every 10 of those: half the threshold of :data:`COLLECTOR_THRESHOLDS` twice as often, the same
+pace for the older generations (:func:`collect_after_answer`)."""
+
+
+def collect_after_answer() -> None:
+    """The collector's pass that is due, now that an answer has gone and the browser is busy
+    drawing it (app/main.py, SettleCaches): the oldest generation whose count passed its
+    threshold (:data:`AFTER_ANSWER_THRESHOLDS`). A pass scans every young object and what it
+    reaches: 20–30 ms when one came in the middle of a render (first visits of /collective,
+    /pipeline, /optimizer and /train), and so in someone's jump. Passes after answers keep the
+    young generation short of the collector's own threshold, so that one rarely comes during
+    one."""
+    young, first, second = gc.get_count()
+    young_limit, first_limit, second_limit = AFTER_ANSWER_THRESHOLDS
+    if young < young_limit:
+        return
+    gc.collect(2 if second >= second_limit else 1 if first >= first_limit else 0)
 
 
 def freeze_startup_objects() -> None:

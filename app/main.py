@@ -14,8 +14,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.gzip import GZipMiddleware
 
-from app.caches import (UNSIZED, fix_mmap_threshold, freeze_startup_objects, settle,
-                        tune_collector)
+from app.caches import (after_answer, after_answer_due, fix_mmap_threshold,
+                        freeze_startup_objects, tune_collector)
 from app.http_cache import PAGE_MAX_AGE, HttpCache, app_version, pure
 from app.course import CHAPTERS, INTROS
 from app.jobs.runner import JobRunner
@@ -58,10 +58,12 @@ CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inlin
 
 
 class SettleCaches:
-    """Once an answer has been sent, the entries its computation kept in the deferred caches
-    are sized (app/caches.py, settle), in a worker thread while the browser draws what came:
-    walking a trace and a deck costs a first visit of /collective at 64 ranks 5–8 ms, which
-    nobody then waits for. Not awaited: the connection's next request is not held up."""
+    """Once an answer has been sent, what its computation left is done in a worker thread
+    while the browser draws what came (app/caches.py, after_answer): the entries it kept in the
+    deferred caches are sized (walking a trace and a deck costs a first visit of /collective at
+    64 ranks 5–8 ms) and the cycle collector's pass runs if one is due (20 ms when it came in
+    the middle of a render), so nobody waits for them. Not awaited: the connection's next
+    request is not held up."""
 
     def __init__(self, app):
         self.app = app
@@ -70,8 +72,8 @@ class SettleCaches:
         try:
             await self.app(scope, receive, send)
         finally:
-            if UNSIZED:
-                asyncio.get_running_loop().run_in_executor(None, settle)
+            if after_answer_due():
+                asyncio.get_running_loop().run_in_executor(None, after_answer)
 
 
 class SecurityHeaders:

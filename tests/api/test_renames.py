@@ -8,8 +8,8 @@ checkpointing's ``achieved_tflops`` ``gpu_tflops``.
   and the target answers what the new query answers.
 * /api answers old queries directly, and what it answers is what it answered before the rename:
   the contract fields of every old query, every number of a whole old permalink (one with an
-  old-only name), against SHA-256s recorded at a44eb49, the commit before
-  (tests/api/golden/old_queries.py; SHARDSCOPE_REGEN_GOLDEN=1 re-pins today's code).
+  old-only name), against SHA-256s recorded at a44eb49, the commit before, under every BLAS
+  kernel (tests/api/golden/old_queries.py; SHARDSCOPE_REGEN_GOLDEN=1 re-pins today's code).
 * A query that mixes old and new names is a 422 naming the old one and the new name.
 * A scenario carried from /memory with a long sequence opens /context-parallel.
 """
@@ -103,14 +103,18 @@ def test_api_answers_old_queries_as_before(client):
     bytes the commit before the rename answered."""
     now = answers(client)
     if REGENERATE:
-        GOLDEN.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+        GOLDEN.write_text(json.dumps({q: {part: [d] for part, d in parts.items()}
+                                      for q, parts in now.items()},
+                                     indent=1, sort_keys=True) + "\n")
+    # each query's hashes as the old commit answered them under every BLAS kernel and SIMD
+    # path (their floats' last bits depend on the processor: tests/api/golden/old_queries.py)
     before = json.loads(GOLDEN.read_text())
     assert set(now) == set(before) == {f"{s}?{q}" for s, qs in QUERIES.items() for q in qs}
     for key, was in before.items():
-        assert now[key]["contract"] == was["contract"], f"{key}: the contract fields changed"
+        assert now[key]["contract"] in was["contract"], f"{key}: the contract fields changed"
         whole = key.endswith("?") or any(name in key for name in OLD_ONLY)
         if whole:
-            assert now[key]["whole"] == was["whole"], f"{key}: the answer changed"
+            assert now[key]["whole"] in was["whole"], f"{key}: the answer changed"
 
 
 def test_the_old_contract_holds_up_to_the_examples_cap(client):

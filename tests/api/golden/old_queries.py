@@ -7,9 +7,16 @@ contract fields and of the whole answer, into old_queries.json beside this file.
 
 DIR is a checkout of the commit before the rename with the numbers fixed since (7027016, the
 planner branch before it took the renames: MoE's combine, Ulysses' links; ``git worktree add DIR
-7027016``);
+7027016``; that commit's templates also need ``jinja2_fragments``);
 tests/api/test_renames.py holds today's answers to those hashes. Run from a checkout of today,
 the same command pins today's code instead (SHARDSCOPE_REGEN_GOLDEN=1 in the test does that).
+
+The last bits of attention's and the router's floats depend on the BLAS kernel numpy's
+OpenBLAS picks for the machine's processor (and on numpy's own SIMD loops): the same code gives
+other bytes on an AMD EPYC than on the Intel Xeon the hashes were first recorded on. So each
+query's hashes are recorded once per kernel (OPENBLAS_CORETYPE, every x86-64 kernel OpenBLAS
+dispatches to) and once more with numpy's AVX-512 loops switched off (NPY_DISABLE_CPU_FEATURES),
+each in a process of its own, and an answer is the old one when its hash is among them.
 """
 
 from __future__ import annotations
@@ -79,18 +86,53 @@ def answers(client) -> dict:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--app-root", type=Path, default=HERE.parents[2],
-                        help="the checkout whose app answers (default: this one)")
-    args = parser.parse_args()
-    sys.path.insert(0, str(args.app_root))
+KERNELS = ("Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge", "Haswell",
+           "SkylakeX", "Cooperlake", "SapphireRapids", "Atom", "Opteron", "Barcelona",
+           "Bulldozer", "Piledriver", "Steamroller", "Excavator", "Zen")
+"""OpenBLAS's x86-64 kernels (DYNAMIC_ARCH), each set by OPENBLAS_CORETYPE."""
+NO_AVX512 = "AVX512_ICL AVX512_SPR X86_V4"
+"""numpy's AVX-512 loops, switched off by NPY_DISABLE_CPU_FEATURES (its AVX2 ones then run)."""
+
+
+def record_one(app_root: Path, out: Path) -> None:
+    """This process's answers (its BLAS kernel and SIMD loops as its environment says)."""
+    sys.path.insert(0, str(app_root))
     from fastapi.testclient import TestClient
 
     from app.main import create_app
     with TestClient(create_app()) as client:
-        GOLDEN.write_text(json.dumps(answers(client), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN} from {args.app_root}")
+        out.write_text(json.dumps(answers(client), sort_keys=True))
+
+
+def main() -> None:
+    import os
+    import subprocess
+    import tempfile
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--app-root", type=Path, default=HERE.parents[2],
+                        help="the checkout whose app answers (default: this one)")
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        return record_one(args.app_root, args.one)
+    accepted: dict[str, dict[str, set]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for kernel in KERNELS:
+            for simd in ("", NO_AVX512):
+                out = Path(folder) / f"{kernel}-{bool(simd)}.json"
+                env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+                if simd:
+                    env["NPY_DISABLE_CPU_FEATURES"] = simd
+                subprocess.run([sys.executable, __file__, "--app-root", str(args.app_root),
+                                "--one", str(out)], env=env, cwd=folder, check=True)
+                for query, hashes in json.loads(out.read_text()).items():
+                    for part, digest_ in hashes.items():
+                        accepted.setdefault(query, {}).setdefault(part, set()).add(digest_)
+    GOLDEN.write_text(json.dumps({q: {part: sorted(d) for part, d in parts.items()}
+                                  for q, parts in accepted.items()},
+                                 indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN} from {args.app_root}: {len(KERNELS)} kernels, with and without "
+          "AVX-512")
 
 
 if __name__ == "__main__":
