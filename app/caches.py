@@ -4,7 +4,8 @@ Simulations, deck writers and templates are pure functions of a scene's params, 
 computed is kept while it is recent: dragging a slider back and forth revisits the same states,
 and a page, its htmx fragment, its embed, its JSON and its SVG all read one trace. Four layers
 are worth keeping, each an LRU map with a byte budget (sizes are measured when an entry is
-stored: ``len`` for text, :func:`approx_bytes` for objects):
+stored, ``len`` for text; objects by :func:`approx_bytes` once the answer that computed them has
+been sent, :func:`after_answer`):
 
     TRACES  a scene's trace, by (simulate, params)                          128 MiB
     DECKS   deck geometry and the markup of its frames, by (function, args)   64 MiB
