@@ -155,7 +155,7 @@ def approx_bytes(obj: Any, sample: int = 48) -> int:
 class ByteCache:
     """A thread-safe LRU map bounded by the bytes of what it holds. A cache whose ``size`` walks
     objects (:func:`approx_bytes`) is ``deferred``: an entry is kept at once and sized by
-    :func:`settle`, after the answer that computed it has been sent (:class:`SettleCaches`),
+    :func:`settle`, after the answer that computed it has been sent (:class:`AfterAnswer`),
     so that no one waits for the walk."""
 
     def __init__(self, name: str, max_bytes: int, size: Callable[[Any], int] = len,
@@ -243,6 +243,7 @@ def after_answer() -> None:
 
 
 def after_answer_due() -> bool:
+    """Whether :func:`after_answer` has anything to do (checked on the event loop)."""
     return bool(UNSIZED) or gc.get_count()[0] >= AFTER_ANSWER_THRESHOLDS[0]
 
 
@@ -356,7 +357,7 @@ pace for the older generations (:func:`collect_after_answer`)."""
 
 def collect_after_answer() -> None:
     """The collector's pass that is due, now that an answer has gone and the browser is busy
-    drawing it (app/main.py, SettleCaches): the oldest generation whose count passed its
+    drawing it (app/main.py, AfterAnswer): the oldest generation whose count passed its
     threshold (:data:`AFTER_ANSWER_THRESHOLDS`). A pass scans every young object and what it
     reaches: 20–30 ms when one came in the middle of a render (first visits of /collective,
     /pipeline, /optimizer and /train), and so in someone's jump. Passes after answers keep the

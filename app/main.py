@@ -57,7 +57,7 @@ CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inlin
        "base-uri 'self'; form-action 'self'; frame-src 'self'; ")
 
 
-class SettleCaches:
+class AfterAnswer:
     """Once an answer has been sent, what its computation left is done in a worker thread
     while the browser draws what came (app/caches.py, after_answer): the entries it kept in the
     deferred caches are sized (walking a trace and a deck costs a first visit of /collective at
@@ -234,5 +234,5 @@ def create_app(runner: JobRunner | None = None) -> FastAPI:
     app.add_middleware(HttpCache, compresses=compresses)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(HeadAsGet)
-    app.add_middleware(SettleCaches)  # outermost: after the whole answer is sent
+    app.add_middleware(AfterAnswer)  # outermost: after the whole answer is sent
     return app

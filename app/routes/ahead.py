@@ -69,7 +69,6 @@ class Turns:
         self._lock = threading.Lock()
         # waiting turns, first asked first: (event, whether it is a state fetched ahead)
         self._queue: deque[tuple[threading.Event, bool]] = deque()
-        self._people = 0       # how many of them are someone's own move
         self._busy = False
         self._holder = threading.local()   # whether this thread holds a turn fetched ahead
 
@@ -83,7 +82,6 @@ class Turns:
         with self._lock:
             if self._busy:
                 self._queue.append(entry)
-                self._people += not ahead
             else:
                 self._busy = True
                 mine.set()
@@ -92,7 +90,6 @@ class Turns:
                 with self._lock:
                     if not mine.is_set():  # (else the turn was just handed over: take it)
                         self._queue.remove(entry)
-                        self._people -= not ahead
                         raise ClientGone
         try:
             self._holder.ahead = ahead
@@ -102,11 +99,9 @@ class Turns:
             with self._lock:
                 if self._queue:
                     # someone's own move first, then the states fetched ahead, each in order
-                    entry = (next(e for e in self._queue if not e[1]) if self._people
-                             else self._queue[0])
-                    self._queue.remove(entry)
-                    self._people -= not entry[1]
-                    entry[0].set()
+                    handed = next((e for e in self._queue if not e[1]), self._queue[0])
+                    self._queue.remove(handed)
+                    handed[0].set()
                 else:
                     self._busy = False
 
@@ -115,7 +110,11 @@ class Turns:
         its page): if someone's own move waits for the turn, raise :class:`GaveWay`, so that
         the move waits for a part of a render at most, not for the whole of it. A no-op in
         any other turn."""
-        if getattr(self._holder, "ahead", False) and self._people:
+        if not getattr(self._holder, "ahead", False):
+            return
+        with self._lock:
+            someone = any(not fetched_ahead for _, fetched_ahead in self._queue)
+        if someone:
             raise GaveWay
 
     @property

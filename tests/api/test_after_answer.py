@@ -1,5 +1,5 @@
 """What an answer's computation leaves is done after the answer is sent (app/main.py,
-SettleCaches; app/caches.py, after_answer): the caches that walk objects to size them (traces,
+AfterAnswer; app/caches.py, after_answer): the caches that walk objects to size them (traces,
 decks) keep an entry at once and size it then, and the cycle collector's due pass runs then."""
 
 from __future__ import annotations
